@@ -1,0 +1,72 @@
+"""Bearer API keys scoped to one workspace; logged-in members for humans."""
+
+from typing import Any
+
+from django.db.models import Q
+from rest_framework import authentication, permissions
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from coordination.errors import InvalidInput, NotFound
+from coordination.models import ApiKey, Workspace, hash_api_key
+
+WORKSPACE_HEADER = "X-Projektor-Workspace"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, raw_key = header.partition(" ")
+        if scheme.lower() != self.keyword.lower() or not raw_key.strip():
+            raise AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
+        key = (
+            ApiKey.objects.select_related("workspace")
+            .filter(key_hash=hash_api_key(raw_key.strip()), revoked_at__isnull=True)
+            .first()
+        )
+        if key is None:
+            raise AuthenticationFailed("The API key is unknown or revoked.")
+        return (None, key)
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+def is_human(request: Request) -> bool:
+    """A logged-in person (session auth), as opposed to an agent's API key."""
+    return not isinstance(request.auth, ApiKey) and bool(
+        request.user and request.user.is_authenticated
+    )
+
+
+class WorkspaceMember(permissions.BasePermission):
+    """Resolve the request's workspace: the key's, or the member's chosen one."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if isinstance(request.auth, ApiKey):
+            request.workspace = request.auth.workspace  # type: ignore[attr-defined]
+            return True
+        if not is_human(request):
+            return False
+        slug = request.headers.get(WORKSPACE_HEADER) or request.query_params.get("workspace")
+        if not slug:
+            raise InvalidInput(
+                f"Name the workspace with the {WORKSPACE_HEADER} header or ?workspace=."
+            )
+        workspaces = Workspace.objects.filter(slug=slug)
+        if not request.user.is_superuser:
+            workspaces = workspaces.filter(Q(members=request.user))
+        workspace = workspaces.first()
+        if workspace is None:
+            raise NotFound("No such workspace.")
+        request.workspace = workspace  # type: ignore[attr-defined]
+        return True
+
+
+def workspace_of(request: Request) -> Workspace:
+    workspace: Workspace = request.workspace  # type: ignore[attr-defined]
+    return workspace

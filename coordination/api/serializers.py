@@ -1,0 +1,175 @@
+"""Input serializers validate a body; output serializers render a resource."""
+
+from typing import Any
+
+from rest_framework import serializers
+
+from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
+
+MAX_ID = 2**63 - 1
+
+
+class IdField(serializers.IntegerField):
+    """A row id: positive and within bigint, so a huge number is a 400, not a DB error."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """Only JSON true/false: ``"yes"`` or ``1`` are type errors, not booleans."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class SlugRefField(serializers.CharField):
+    """A reference by slug/name to another row of the workspace; resolved by services."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 100)
+        super().__init__(**kwargs)
+
+
+# --- sessions ---------------------------------------------------------------
+
+
+class SessionRegisterInput(serializers.Serializer):
+    agent = serializers.CharField(max_length=100)
+    role = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    department = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    worktree = SlugRefField(required=False)
+
+
+class SessionRefInput(serializers.Serializer):
+    session = IdField()
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    agent = serializers.CharField(source="agent.name")
+    role = serializers.CharField(source="agent.role")
+    department = serializers.CharField(source="agent.department")
+    worktree = serializers.CharField(source="agent.worktree.slug", read_only=True)
+    live = serializers.BooleanField(source="is_live")
+
+    class Meta:
+        model = AgentSession
+        fields = [
+            "id",
+            "agent",
+            "role",
+            "department",
+            "worktree",
+            "status",
+            "live",
+            "started_at",
+            "last_heartbeat_at",
+            "ended_at",
+        ]
+
+
+# --- leases -----------------------------------------------------------------
+
+
+class LeaseSerializer(serializers.ModelSerializer):
+    agent = serializers.CharField(source="agent.name", read_only=True)
+    live = serializers.BooleanField(source="is_live")
+
+    class Meta:
+        model = IssueLease
+        fields = [
+            "id",
+            "issue",
+            "session",
+            "agent",
+            "acquired_at",
+            "released_at",
+            "release_reason",
+            "live",
+        ]
+
+
+# --- projects, issues, workflow ----------------------------------------------
+
+
+class ProjectInput(serializers.Serializer):
+    key = serializers.SlugField(max_length=32)
+    name = serializers.CharField(max_length=200)
+    agent_wip_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+    primary_worktree = SlugRefField(required=False, allow_null=True)
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    primary_worktree = serializers.CharField(source="primary_worktree.slug", read_only=True)
+
+    class Meta:
+        model = Project
+        fields = ["id", "key", "name", "agent_wip_limit", "primary_worktree", "created_at"]
+
+
+class IssueInput(serializers.Serializer):
+    project = SlugRefField(max_length=32)
+    title = serializers.CharField(max_length=300)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+    status = serializers.ChoiceField(choices=Issue.Status.choices, required=False)
+    requires_filesystem = StrictBooleanField(required=False)
+    worktree = SlugRefField(required=False, allow_null=True)
+    assignee = SlugRefField(required=False, allow_null=True)
+
+    NOT_PATCHABLE = {
+        "status": "Status changes only through POST /issues/{id}/transition/.",
+        "project": "An issue cannot move to another project.",
+    }
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if self.partial:
+            refused = {f: msg for f, msg in self.NOT_PATCHABLE.items() if f in self.initial_data}
+            if refused:
+                raise serializers.ValidationError(refused)
+        return attrs
+
+
+class TransitionInput(serializers.Serializer):
+    to = serializers.ChoiceField(choices=Issue.Status.choices)
+
+
+class IssueSerializer(serializers.ModelSerializer):
+    project = serializers.CharField(source="project.key", read_only=True)
+    worktree = serializers.CharField(source="worktree.slug", read_only=True)
+    assignee = serializers.CharField(source="assignee.name", read_only=True)
+    lease = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Issue
+        fields = [
+            "id",
+            "project",
+            "title",
+            "description",
+            "status",
+            "requires_filesystem",
+            "worktree",
+            "assignee",
+            "lease",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_lease(self, issue: Issue) -> dict[str, Any] | None:
+        unreleased = getattr(issue, "unreleased_leases", None)
+        if unreleased is None:  # not fetched through selectors.issues()
+            unreleased = list(IssueLease.objects.unreleased().with_live().filter(issue=issue))
+        return LeaseSerializer(unreleased[0]).data if unreleased else None
+
+
+class WipCapDenialSerializer(serializers.ModelSerializer):
+    project = serializers.CharField(source="project.key", read_only=True)
+    agent = serializers.CharField(source="agent.name", read_only=True)
+
+    class Meta:
+        model = WipCapDenial
+        fields = ["id", "project", "issue", "session", "agent", "limit", "occurred_at"]

@@ -1,0 +1,17 @@
+from django.urls import path
+from rest_framework.routers import DefaultRouter
+
+from coordination.api import views
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("sessions", views.SessionViewSet, basename="session")
+router.register("projects", views.ProjectViewSet, basename="project")
+router.register("issues", views.IssueViewSet, basename="issue")
+router.register("leases", views.LeaseViewSet, basename="lease")
+router.register("wip-cap-denials", views.WipCapDenialViewSet, basename="wip-cap-denial")
+
+urlpatterns = [
+    path("workflow/", views.WorkflowView.as_view(), name="workflow"),
+    *router.urls,
+]

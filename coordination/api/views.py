@@ -1,0 +1,164 @@
+"""Thin viewsets: parse with an input serializer, call one service, render."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
+from rest_framework.views import APIView
+
+from coordination import filtersets, selectors
+from coordination.api import serializers as s
+from coordination.api.auth import is_human, workspace_of
+from coordination.services import agents, leases, projects, workflow
+
+# Ids in URLs are bounded like IdField, so an absurd id is a 404 and not a DB error.
+ID_REGEX = r"[0-9]{1,18}"
+
+
+def parse(serializer_class: type[Serializer], request: Request, **kwargs: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=request.data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class WorkspaceViewSet(viewsets.GenericViewSet):
+    """Base: every queryset comes from a selector scoped to the key's workspace."""
+
+    lookup_value_regex = ID_REGEX
+
+    @property
+    def workspace(self) -> Any:
+        return workspace_of(self.request)
+
+
+class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    serializer_class = s.SessionSerializer
+    filterset_class = filtersets.SessionFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.sessions(self.workspace)
+
+    @extend_schema(request=s.SessionRegisterInput, responses={201: s.SessionSerializer})
+    def create(self, request: Request) -> Response:
+        data = parse(s.SessionRegisterInput, request)
+        session = agents.register_session(
+            workspace=self.workspace,
+            agent_name=data["agent"],
+            role=data.get("role"),
+            department=data.get("department"),
+            worktree_slug=data.get("worktree"),
+        )
+        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.SessionSerializer)
+    @action(detail=True, methods=["post"])
+    def heartbeat(self, request: Request, pk: str) -> Response:
+        session = agents.heartbeat_session(workspace=self.workspace, session_id=int(pk))
+        return Response(s.SessionSerializer(session).data)
+
+    @extend_schema(request=None, responses=s.SessionSerializer)
+    @action(detail=True, methods=["post"])
+    def end(self, request: Request, pk: str) -> Response:
+        session = agents.end_session(workspace=self.workspace, session_id=int(pk))
+        return Response(s.SessionSerializer(session).data)
+
+
+class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    serializer_class = s.ProjectSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.projects(self.workspace)
+
+    @extend_schema(request=s.ProjectInput, responses={201: s.ProjectSerializer})
+    def create(self, request: Request) -> Response:
+        project = projects.create_project(
+            workspace=self.workspace, **parse(s.ProjectInput, request)
+        )
+        return Response(s.ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ProjectInput, responses=s.ProjectSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        changes = parse(s.ProjectInput, request, partial=True)
+        project = projects.update_project(
+            workspace=self.workspace, project=self.get_object(), changes=changes
+        )
+        return Response(s.ProjectSerializer(project).data)
+
+
+class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    serializer_class = s.IssueSerializer
+    filterset_class = filtersets.IssueFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.issues(self.workspace)
+
+    def render_issue(self, issue_id: int, **kwargs: Any) -> Response:
+        issue = selectors.issues(self.workspace).get(pk=issue_id)
+        return Response(s.IssueSerializer(issue).data, **kwargs)
+
+    @extend_schema(request=s.IssueInput, responses={201: s.IssueSerializer})
+    def create(self, request: Request) -> Response:
+        issue = projects.create_issue(workspace=self.workspace, fields=parse(s.IssueInput, request))
+        return self.render_issue(issue.pk, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.IssueInput, responses=s.IssueSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        fields = parse(s.IssueInput, request, partial=True)
+        issue = projects.update_issue(
+            workspace=self.workspace, issue=self.get_object(), fields=fields
+        )
+        return self.render_issue(issue.pk)
+
+    @extend_schema(request=s.TransitionInput, responses=s.IssueSerializer)
+    @action(detail=True, methods=["post"])
+    def transition(self, request: Request, pk: str) -> Response:
+        data = parse(s.TransitionInput, request)
+        issue = workflow.transition_issue(
+            workspace=self.workspace, issue_id=int(pk), to=data["to"], by_human=is_human(request)
+        )
+        return self.render_issue(issue.pk)
+
+    @extend_schema(request=s.SessionRefInput, responses={201: s.LeaseSerializer})
+    @action(detail=True, methods=["post"])
+    def claim(self, request: Request, pk: str) -> Response:
+        data = parse(s.SessionRefInput, request)
+        claimed = leases.claim_issue(
+            workspace=self.workspace, issue_id=int(pk), session_id=data["session"]
+        )
+        code = status.HTTP_201_CREATED if claimed.created else status.HTTP_200_OK
+        return Response(s.LeaseSerializer(claimed.lease).data, status=code)
+
+    @extend_schema(request=s.SessionRefInput, responses=s.LeaseSerializer)
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str) -> Response:
+        data = parse(s.SessionRefInput, request)
+        lease = leases.release_issue(
+            workspace=self.workspace, issue_id=int(pk), session_id=data["session"]
+        )
+        return Response(s.LeaseSerializer(lease).data)
+
+
+class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    serializer_class = s.LeaseSerializer
+    filterset_class = filtersets.LeaseFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.leases(self.workspace)
+
+
+class WipCapDenialViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    serializer_class = s.WipCapDenialSerializer
+    filterset_class = filtersets.WipCapDenialFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.wip_cap_denials(self.workspace)
+
+
+class WorkflowView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(workflow.get_workflow())

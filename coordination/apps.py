@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CoordinationConfig(AppConfig):
+    name = "coordination"
+    verbose_name = "Coordination"

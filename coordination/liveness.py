@@ -1,0 +1,51 @@
+"""The one liveness predicate (invariant 1).
+
+A session is live iff ``status = 'active'`` and its last heartbeat is younger than
+``PROJEKTOR_SESSION_TTL_SECONDS``. Heartbeats are written and judged with the
+database's clock (``now()`` inside the statement) so app servers whose clocks drift
+still agree. The ORM form and the raw-SQL form below are the same predicate; every
+listing, reclaim and admission check goes through one of them.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
+from django.db.models.functions import Now
+
+
+def session_ttl() -> timedelta:
+    return timedelta(seconds=settings.PROJEKTOR_SESSION_TTL_SECONDS)
+
+
+def live_cutoff() -> ExpressionWrapper:
+    """Database-side ``now() - TTL``."""
+    return ExpressionWrapper(Now() - Value(session_ttl()), output_field=DateTimeField())
+
+
+def live_q(prefix: str = "") -> Q:
+    """Q for "the session at ``prefix`` is live" (``prefix`` like ``"session__"``)."""
+    return Q(**{f"{prefix}status": "active", f"{prefix}last_heartbeat_at__gt": live_cutoff()})
+
+
+def live_session_sql(alias: str) -> str:
+    """SQL condition for "session row ``alias`` is live", for raw statements.
+
+    SQLite stores datetimes as ISO text, so the cutoff is built as text in the same
+    format; PostgreSQL compares timestamptz with ``now()``. ``%`` is doubled because
+    the fragment goes into parameterised statements.
+    """
+    ttl = int(settings.PROJEKTOR_SESSION_TTL_SECONDS)
+    if connection.vendor == "postgresql":
+        cutoff = f"now() - interval '{ttl} seconds'"
+    else:
+        cutoff = f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds')"
+    return f"({alias}.status = 'active' AND {alias}.last_heartbeat_at > {cutoff})"
+
+
+def db_now_sql() -> str:
+    """SQL for the database's current time, for parameterised statements."""
+    if connection.vendor == "postgresql":
+        return "now()"
+    return "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"

@@ -1,0 +1,111 @@
+"""Read-only queries, scoped by workspace. Lookups raise the right domain error:
+a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
+other unknown reference in a body is 400 (DESIGN.md, error shape)."""
+
+from django.db.models import Prefetch, QuerySet
+
+from coordination.errors import InvalidInput, NotFound
+from coordination.models import (
+    Agent,
+    AgentSession,
+    AgentSessionQuerySet,
+    Issue,
+    IssueLease,
+    Project,
+    WipCapDenial,
+    Workspace,
+    Worktree,
+)
+
+
+def sessions(workspace: Workspace) -> AgentSessionQuerySet:
+    return (
+        AgentSession.objects.filter(workspace=workspace)
+        .with_live()
+        .select_related("agent", "agent__worktree")
+        .order_by("-id")
+    )
+
+
+def live_sessions(workspace: Workspace) -> AgentSessionQuerySet:
+    return sessions(workspace).live()
+
+
+def leases(workspace: Workspace) -> QuerySet[IssueLease]:
+    return (
+        IssueLease.objects.filter(workspace=workspace)
+        .with_live()
+        .select_related("agent")
+        .order_by("-id")
+    )
+
+
+def issues(workspace: Workspace) -> QuerySet[Issue]:
+    unreleased = IssueLease.objects.unreleased().with_live().select_related("agent")
+    return (
+        Issue.objects.filter(workspace=workspace)
+        .select_related("project", "worktree", "assignee")
+        .prefetch_related(Prefetch("leases", queryset=unreleased, to_attr="unreleased_leases"))
+        .order_by("-id")
+    )
+
+
+def wip_cap_denials(workspace: Workspace) -> QuerySet[WipCapDenial]:
+    return (
+        WipCapDenial.objects.filter(workspace=workspace)
+        .select_related("project", "agent")
+        .order_by("-occurred_at", "-id")
+    )
+
+
+def projects(workspace: Workspace) -> QuerySet[Project]:
+    return (
+        Project.objects.filter(workspace=workspace)
+        .select_related("primary_worktree")
+        .order_by("key")
+    )
+
+
+def get_issue(workspace: Workspace, issue_id: int) -> Issue:
+    issue = Issue.objects.filter(workspace=workspace, pk=issue_id).select_related("project").first()
+    if issue is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return issue
+
+
+def get_session(workspace: Workspace, session_id: int, *, in_url: bool = False) -> AgentSession:
+    session = (
+        AgentSession.objects.filter(workspace=workspace, pk=session_id)
+        .select_related("agent")
+        .first()
+    )
+    if session is None:
+        error = NotFound if in_url else InvalidInput
+        raise error(f"Session {session_id} does not exist.")
+    return session
+
+
+def is_live(session: AgentSession) -> bool:
+    """Judged by the database, with the same predicate as every other check."""
+    return AgentSession.objects.live().filter(pk=session.pk).exists()
+
+
+def get_worktree(workspace: Workspace, slug: str) -> Worktree:
+    worktree = Worktree.objects.filter(workspace=workspace, slug=slug).first()
+    if worktree is None:
+        raise InvalidInput(f"Worktree {slug!r} does not exist.")
+    return worktree
+
+
+def get_agent(workspace: Workspace, name: str) -> Agent:
+    agent = Agent.objects.filter(workspace=workspace, name=name).first()
+    if agent is None:
+        raise InvalidInput(f"Agent {name!r} does not exist.")
+    return agent
+
+
+def get_project(workspace: Workspace, key: str) -> Project:
+    project = Project.objects.filter(workspace=workspace, key=key).first()
+    if project is None:
+        raise InvalidInput(f"Project {key!r} does not exist.")
+    return project

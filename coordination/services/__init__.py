@@ -1,0 +1,1 @@
+"""Business rules: plain functions taking the workspace and typed arguments."""

@@ -1,0 +1,60 @@
+"""Sessions: register, heartbeat, end (DESIGN.md invariant 1)."""
+
+from django.db import transaction
+from django.db.models.functions import Now
+
+from coordination import selectors
+from coordination.errors import SessionEnded
+from coordination.models import Agent, AgentSession, ReleaseReason, Workspace
+from coordination.services import file_claims, leases, worktrees
+
+
+def register_session(
+    *,
+    workspace: Workspace,
+    agent_name: str,
+    role: str | None = None,
+    department: str | None = None,
+    worktree_slug: str | None = None,
+) -> AgentSession:
+    """Open a new session; an existing agent name is reused (role etc. updated if given)."""
+    worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
+    with transaction.atomic():
+        agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
+        changed = []
+        for field, value in (("role", role), ("department", department), ("worktree", worktree)):
+            if value is not None and getattr(agent, field) != value:
+                setattr(agent, field, value)
+                changed.append(field)
+        if changed:
+            agent.save(update_fields=changed)
+        session = AgentSession.objects.create(workspace=workspace, agent=agent)
+    return selectors.sessions(workspace).get(pk=session.pk)
+
+
+def heartbeat_session(*, workspace: Workspace, session_id: int) -> AgentSession:
+    """Refresh liveness with the database clock. A lapsed session is revived;
+    whatever was reclaimed from it meanwhile stays lost."""
+    updated = AgentSession.objects.filter(
+        workspace=workspace, pk=session_id, status=AgentSession.Status.ACTIVE
+    ).update(last_heartbeat_at=Now())
+    if not updated:
+        selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
+        raise SessionEnded()
+    return selectors.sessions(workspace).get(pk=session_id)
+
+
+def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
+    """Clean exit: release everything the session holds as ``agent_ended``.
+
+    Ending twice is harmless; a crash is never recorded this way (invariant 7)."""
+    with transaction.atomic():
+        session = selectors.get_session(workspace, session_id, in_url=True)
+        if session.status == AgentSession.Status.ACTIVE:
+            AgentSession.objects.filter(pk=session.pk).update(
+                status=AgentSession.Status.ENDED, ended_at=Now()
+            )
+            leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
+            file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)
+            worktrees.release_session_locks(session=session, reason=ReleaseReason.AGENT_ENDED)
+    return selectors.sessions(workspace).get(pk=session_id)

@@ -1,0 +1,80 @@
+"""Projects and issues: creation and edits (status changes go through workflow)."""
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from coordination import selectors
+from coordination.errors import InvalidInput, InvalidTransition
+from coordination.models import Issue, Project, Workspace
+from coordination.services import workflow
+
+
+def create_project(
+    *,
+    workspace: Workspace,
+    key: str,
+    name: str,
+    agent_wip_limit: int = 3,
+    primary_worktree: str | None = None,
+) -> Project:
+    worktree = selectors.get_worktree(workspace, primary_worktree) if primary_worktree else None
+    try:
+        with transaction.atomic():
+            return Project.objects.create(
+                workspace=workspace,
+                key=key,
+                name=name,
+                agent_wip_limit=agent_wip_limit,
+                primary_worktree=worktree,
+            )
+    except IntegrityError:
+        raise InvalidInput(f"Project {key!r} already exists.", field="key") from None
+
+
+def update_project(*, workspace: Workspace, project: Project, changes: dict[str, Any]) -> Project:
+    if "primary_worktree" in changes:
+        slug = changes.pop("primary_worktree")
+        project.primary_worktree = selectors.get_worktree(workspace, slug) if slug else None
+    for field, value in changes.items():
+        setattr(project, field, value)
+    try:
+        with transaction.atomic():
+            project.save()
+    except IntegrityError:
+        raise InvalidInput(f"Project {project.key!r} already exists.", field="key") from None
+    return project
+
+
+def resolve_issue_references(workspace: Workspace, changes: dict[str, Any]) -> dict[str, Any]:
+    """Turn the body's slugs and names into the workspace's rows (unknown: 400)."""
+    resolved = dict(changes)
+    if "project" in resolved:
+        resolved["project"] = selectors.get_project(workspace, resolved["project"])
+    if "worktree" in resolved:
+        slug = resolved["worktree"]
+        resolved["worktree"] = selectors.get_worktree(workspace, slug) if slug else None
+    if "assignee" in resolved:
+        name = resolved["assignee"]
+        resolved["assignee"] = selectors.get_agent(workspace, name) if name else None
+    return resolved
+
+
+def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
+    """New issues start in ``backlog``, or in ``todo`` if they are ready."""
+    values = resolve_issue_references(workspace, fields)
+    status = values.pop("status", Issue.Status.BACKLOG)
+    if status not in (Issue.Status.BACKLOG, Issue.Status.TODO):
+        raise InvalidTransition(f"A new issue starts in backlog or todo, not {status}.")
+    issue = Issue(workspace=workspace, status=status, **values)
+    if status == Issue.Status.TODO:
+        workflow.check_ready(issue)
+    issue.save()
+    return issue
+
+
+def update_issue(*, workspace: Workspace, issue: Issue, fields: dict[str, Any]) -> Issue:
+    for field, value in resolve_issue_references(workspace, fields).items():
+        setattr(issue, field, value)
+    issue.save()
+    return issue

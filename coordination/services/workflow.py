@@ -1,0 +1,87 @@
+"""The issue workflow, defined once here and served as data by ``get_workflow``."""
+
+from typing import Any
+
+from django.db import transaction
+
+from coordination import selectors
+from coordination.errors import Forbidden, InvalidTransition
+from coordination.models import Issue, ReleaseReason, Workspace
+from coordination.services import file_claims, leases
+
+S = Issue.Status
+
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    S.BACKLOG: (S.TODO, S.CANCELLED),
+    S.TODO: (S.BACKLOG, S.IN_PROGRESS, S.CANCELLED),
+    S.IN_PROGRESS: (S.TODO, S.IN_REVIEW, S.CANCELLED),
+    S.IN_REVIEW: (S.IN_PROGRESS, S.DONE, S.CANCELLED),
+    S.DONE: (S.TODO,),
+    S.CANCELLED: (S.BACKLOG,),
+}
+
+CLOSED_STATES = frozenset({S.DONE, S.CANCELLED})
+
+# A transition only a human (logged-in person or admin) may make; an API key may not.
+HUMAN_GATES: frozenset[tuple[str, str]] = frozenset({(S.IN_REVIEW, S.DONE)})
+
+DEFINITION_OF_READY: dict[str, str] = {
+    "title": "has a title",
+    "description": "says what done means (a non-empty description)",
+}
+
+
+def missing_for_ready(issue: Issue) -> list[str]:
+    """The definition-of-ready items ``issue`` lacks, checked on entering ``todo``."""
+    return [field for field in DEFINITION_OF_READY if not str(getattr(issue, field)).strip()]
+
+
+def get_workflow() -> dict[str, Any]:
+    return {
+        "states": [state.value for state in S],
+        "transitions": [
+            {"from": source, "to": target, "human_only": (source, target) in HUMAN_GATES}
+            for source, targets in TRANSITIONS.items()
+            for target in targets
+        ],
+        "definition_of_ready": [
+            {"field": field, "rule": rule} for field, rule in DEFINITION_OF_READY.items()
+        ],
+        "gates": [
+            {"from": source, "to": target, "requires": "human"} for source, target in HUMAN_GATES
+        ],
+    }
+
+
+def check_ready(issue: Issue) -> None:
+    missing = missing_for_ready(issue)
+    if missing:
+        raise InvalidTransition(
+            f"Issue does not meet the definition of ready: missing {', '.join(missing)}.",
+            missing=missing,
+        )
+
+
+def check_transition(issue: Issue, to: str, *, by_human: bool) -> None:
+    if to not in TRANSITIONS.get(issue.status, ()):
+        raise InvalidTransition(
+            f"Cannot move an issue from {issue.status} to {to}.",
+            allowed=list(TRANSITIONS.get(issue.status, ())),
+        )
+    if (issue.status, to) in HUMAN_GATES and not by_human:
+        raise Forbidden(f"Only a person can move an issue from {issue.status} to {to}.")
+    if to == S.TODO:
+        check_ready(issue)
+
+
+def transition_issue(*, workspace: Workspace, issue_id: int, to: str, by_human: bool) -> Issue:
+    """Move the issue; closing it releases its lease and file claims ``issue_closed``."""
+    with transaction.atomic():
+        issue = selectors.get_issue(workspace, issue_id)
+        check_transition(issue, to, by_human=by_human)
+        issue.status = to
+        issue.save(update_fields=["status", "updated_at"])
+        if to in CLOSED_STATES:
+            leases.release_issue_leases(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
+            file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
+    return issue

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HeatmapConfig(AppConfig):
+    name = "heatmap"
+    verbose_name = "Heatmap"

@@ -1,0 +1,29 @@
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import include, path, re_path
+from django.views import defaults
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+API_PREFIX = "/api/"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("coordination.api.urls")),
+    # Any other /api/ URL answers JSON too, never Django's HTML page (even with DEBUG).
+    re_path(r"^api/", lambda request: api_not_found(request)),
+]
+
+
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    return JsonResponse({"code": "not_found", "detail": "No such endpoint."}, status=404)
+
+
+# A crash under /api/ still answers JSON; the error itself is logged by Django.
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse(
+            {"code": "server_error", "detail": "Internal error; it has been logged."}, status=500
+        )
+    return defaults.server_error(request)

@@ -1,0 +1,127 @@
+"""Shared fixtures: two workspaces (ours and a stranger's), keys, clients, helpers.
+
+The suite runs on SQLite by default and on PostgreSQL when DATABASE_URL points
+there. Tests marked ``postgres`` (real concurrency) are deselected on SQLite by
+``make test``; when CI=true they fail instead of skipping if PostgreSQL is absent.
+"""
+
+import os
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection, connections
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace
+from coordination.services import agents
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only(request: pytest.FixtureRequest) -> None:
+    """A ``postgres`` test on another backend skips locally and fails in CI."""
+    if request.node.get_closest_marker("postgres") and connection.vendor != "postgresql":
+        if IN_CI:
+            pytest.fail("CI=true: this test needs PostgreSQL; point DATABASE_URL at it")
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+
+
+def make_client(raw_key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    return client
+
+
+@pytest.fixture
+def workspace(db: None) -> Workspace:
+    return Workspace.objects.create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_workspace(db: None) -> Workspace:
+    return Workspace.objects.create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def api(workspace: Workspace) -> APIClient:
+    """Alice's agent fleet: an API client with a key of ``workspace``."""
+    _, raw = ApiKey.issue(workspace, "fleet")
+    return make_client(raw)
+
+
+@pytest.fixture
+def stranger_api(other_workspace: Workspace) -> APIClient:
+    """Charlie: a key of another workspace."""
+    _, raw = ApiKey.issue(other_workspace, "stranger")
+    return make_client(raw)
+
+
+@pytest.fixture
+def project(workspace: Workspace) -> Project:
+    return Project.objects.create(workspace=workspace, key="core", name="Core", agent_wip_limit=3)
+
+
+@pytest.fixture
+def make_issue(project: Project) -> Callable[..., Issue]:
+    def make(**fields: Any) -> Issue:
+        fields.setdefault("project", project)
+        fields.setdefault("title", "An issue")
+        fields.setdefault("description", "Done when it works.")
+        return Issue.objects.create(workspace=fields["project"].workspace, **fields)
+
+    return make
+
+
+@pytest.fixture
+def issue(make_issue: Callable[..., Issue]) -> Issue:
+    return make_issue(title="Fix the login flow")
+
+
+@pytest.fixture
+def make_session(workspace: Workspace) -> Callable[..., AgentSession]:
+    def make(agent: str = "coder-1", **kwargs: Any) -> AgentSession:
+        return agents.register_session(
+            workspace=kwargs.pop("workspace", workspace), agent_name=agent, **kwargs
+        )
+
+    return make
+
+
+def expire(session: AgentSession, *, seconds_past_ttl: int = 5) -> None:
+    """Move the session's last heartbeat back past the TTL: it is no longer live."""
+    stale = timezone.now() - timedelta(
+        seconds=settings.PROJEKTOR_SESSION_TTL_SECONDS + seconds_past_ttl
+    )
+    AgentSession.objects.filter(pk=session.pk).update(last_heartbeat_at=stale)
+
+
+def run_in_threads(target: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
+    """Start one thread per args tuple, release them together, return results in order.
+
+    Each thread uses its own database connection (Django's are per thread) and
+    closes it at the end. An exception is returned as the result, not raised.
+    """
+    barrier = threading.Barrier(len(args))
+    results: list[Any] = [None] * len(args)
+
+    def worker(index: int, call_args: tuple[Any, ...]) -> None:
+        try:
+            barrier.wait()
+            results[index] = target(*call_args)
+        except Exception as error:  # noqa: BLE001 - the caller inspects it
+            results[index] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(i, a)) for i, a in enumerate(args)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
