@@ -16,7 +16,7 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
 )
-from coordination.services.common import release_unreleased
+from coordination.services.common import release_if_holder_dead, release_unreleased
 
 LEASE = IssueLease._meta.db_table
 SESSION = AgentSession._meta.db_table
@@ -40,24 +40,6 @@ def lock_project(project_id: int) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT id FROM {PROJECT} WHERE id = %s FOR UPDATE", [project_id])
-
-
-def reclaim_if_dead(lease: IssueLease) -> bool:
-    """Release ``lease`` as ``expired`` iff its holder is not live (invariant 4).
-
-    Compare-and-set: 0 rows means the holder is live, or someone got there first.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE {LEASE} SET released_at = {db_now_sql()}, release_reason = %s
-            WHERE id = %s AND released_at IS NULL
-              AND NOT EXISTS (SELECT 1 FROM {SESSION} s
-                              WHERE s.id = {LEASE}.session_id AND {live_session_sql("s")})
-            """,
-            [ReleaseReason.EXPIRED, lease.pk],
-        )
-        return cursor.rowcount == 1
 
 
 def insert_lease_within_cap(
@@ -115,7 +97,7 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
         if current is not None:
             if current.session_id == session.pk:
                 return Claimed(lease=current, created=False)
-            if current.is_live or not reclaim_if_dead(current):  # type: ignore[attr-defined]
+            if current.is_live or not release_if_holder_dead(current):  # type: ignore[attr-defined]
                 raise LeaseHeld(
                     f"Issue {issue.pk} is leased by a live session.", holder=holder_of(current)
                 )
