@@ -71,8 +71,11 @@ def insert_lease_within_cap(
     return row[0] if row else None
 
 
-def holder_of(lease: IssueLease) -> dict[str, object]:
-    return {"session": lease.session_id, "agent": lease.agent.name if lease.agent else None}
+def lease_held(lease: IssueLease) -> LeaseHeld:
+    return LeaseHeld(
+        f"Issue {lease.issue_id} is leased by a live session.",
+        holder={"session": lease.session_id, "agent": lease.agent.name if lease.agent else None},
+    )
 
 
 def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Claimed:
@@ -98,14 +101,15 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
             if current.session_id == session.pk:
                 return Claimed(lease=current, created=False)
             if current.is_live or not release_if_holder_dead(current):  # type: ignore[attr-defined]
-                raise LeaseHeld(
-                    f"Issue {issue.pk} is leased by a live session.", holder=holder_of(current)
-                )
+                raise lease_held(current)
         limit = Project.objects.values_list("agent_wip_limit", flat=True).get(pk=issue.project_id)
         lease_id = insert_lease_within_cap(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )
         if lease_id is None:
+            raced = IssueLease.objects.unreleased().select_related("agent").filter(issue=issue)
+            if (winner := raced.first()) is not None:  # the unique index said no, not the cap
+                raise lease_held(winner)
             WipCapDenial.objects.create(
                 workspace=workspace,
                 project_id=issue.project_id,
