@@ -2,17 +2,34 @@
 
 A session is live iff ``status = 'active'`` and its last heartbeat is younger than
 ``PROJEKTOR_SESSION_TTL_SECONDS``. Heartbeats are written and judged with the
-database's clock (``now()`` inside the statement) so app servers whose clocks drift
+database's clock (``DbNow``: the statement's time) so app servers whose clocks drift
 still agree. The ORM form and the raw-SQL form below are the same predicate; every
 listing, reclaim and admission check goes through one of them.
 """
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
+
+
+class DbNow(Now):
+    """The database's clock, stored in the same text format Django writes on SQLite.
+
+    SQLite's ``%f`` has milliseconds only; padding to microseconds keeps text
+    comparisons with Django-written datetimes (filters, ``since``) correct.
+    """
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        return self.as_sql(
+            compiler,
+            connection,
+            template="(STRFTIME('%%%%Y-%%%%m-%%%%d %%%%H:%%%%M:%%%%f', 'NOW') || '000')",
+            **extra_context,
+        )
 
 
 def session_ttl() -> timedelta:
@@ -21,7 +38,7 @@ def session_ttl() -> timedelta:
 
 def live_cutoff() -> ExpressionWrapper:
     """Database-side ``now() - TTL``."""
-    return ExpressionWrapper(Now() - Value(session_ttl()), output_field=DateTimeField())
+    return ExpressionWrapper(DbNow() - Value(session_ttl()), output_field=DateTimeField())
 
 
 def live_q(prefix: str = "") -> Q:
@@ -38,14 +55,14 @@ def live_session_sql(alias: str) -> str:
     """
     ttl = int(settings.PROJEKTOR_SESSION_TTL_SECONDS)
     if connection.vendor == "postgresql":
-        cutoff = f"now() - interval '{ttl} seconds'"
+        cutoff = f"statement_timestamp() - interval '{ttl} seconds'"
     else:
-        cutoff = f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds')"
+        cutoff = f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds') || '000')"
     return f"({alias}.status = 'active' AND {alias}.last_heartbeat_at > {cutoff})"
 
 
 def db_now_sql() -> str:
     """SQL for the database's current time, for parameterised statements."""
     if connection.vendor == "postgresql":
-        return "now()"
-    return "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
+        return "statement_timestamp()"
+    return "(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '000')"

@@ -1,7 +1,7 @@
 """Coordination tables. Every row carries its workspace; liveness is derived.
 
 Timestamps that take part in liveness or ordering are written by the database
-(``db_default=Now()``), so one clock judges every heartbeat (invariant 1).
+(``db_default=DbNow()``), so one clock judges every heartbeat (invariant 1).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import secrets
 from django.conf import settings
 from django.db import models
 from django.db.models import Case, Q, When
-from django.db.models.functions import Now
 
-from coordination.liveness import live_q
+from coordination.liveness import DbNow, live_q
 
 
 class ReleaseReason(models.TextChoices):
@@ -36,7 +35,7 @@ class Workspace(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="projektor_workspaces"
     )
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
 
     def __str__(self) -> str:
         return self.slug
@@ -56,7 +55,7 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True)
     key_prefix = models.CharField(max_length=12, help_text="First characters, to recognise it.")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -83,7 +82,7 @@ class Worktree(models.Model):
     name = models.CharField(max_length=200)
     path = models.CharField(max_length=1024, blank=True)
     branch = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         constraints = [
@@ -102,7 +101,7 @@ class Project(models.Model):
     primary_worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         constraints = [
@@ -126,7 +125,7 @@ class Agent(models.Model):
     worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         constraints = [
@@ -156,8 +155,8 @@ class AgentSession(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    started_at = models.DateTimeField(db_default=Now())
-    last_heartbeat_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(db_default=DbNow())
+    last_heartbeat_at = models.DateTimeField(db_default=DbNow())
     ended_at = models.DateTimeField(null=True, blank=True)
 
     objects = AgentSessionQuerySet.as_manager()
@@ -197,7 +196,7 @@ class Issue(models.Model):
     assignee = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_issues"
     )
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -235,7 +234,7 @@ class IssueLease(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
-    acquired_at = models.DateTimeField(db_default=Now())
+    acquired_at = models.DateTimeField(db_default=DbNow())
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 
@@ -266,7 +265,7 @@ class WipCapDenial(models.Model):
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     limit = models.PositiveIntegerField()
-    occurred_at = models.DateTimeField(db_default=Now())
+    occurred_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         verbose_name = "WIP cap denial"
@@ -292,7 +291,7 @@ class FileClaim(models.Model):
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     path = models.CharField(max_length=1024)
-    claimed_at = models.DateTimeField(db_default=Now())
+    claimed_at = models.DateTimeField(db_default=DbNow())
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 
@@ -331,7 +330,7 @@ class ClaimConflict(models.Model):
     )
     holding_agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     forced = models.BooleanField(default=False)
-    occurred_at = models.DateTimeField(db_default=Now())
+    occurred_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         indexes = [
@@ -351,7 +350,7 @@ class Message(models.Model):
     body = models.TextField()
     session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
         indexes = [models.Index(fields=["workspace", "scope", "created_at"])]
@@ -391,7 +390,7 @@ class Run(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     error = models.CharField(max_length=32, choices=Error.choices, blank=True)
     error_detail = models.TextField(blank=True, help_text="What the operator needs to fix.")
-    started_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(db_default=DbNow())
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -410,7 +409,7 @@ class WorktreeLock(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="worktree_locks"
     )
     run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="locks")
-    acquired_at = models.DateTimeField(db_default=Now())
+    acquired_at = models.DateTimeField(db_default=DbNow())
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 

@@ -27,7 +27,16 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
-class SlugRefField(serializers.CharField):
+class StrictCharField(serializers.CharField):
+    """Only JSON strings: a number or a list is a type error, not coerced to text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SlugRefField(StrictCharField):
     """A reference by slug/name to another row of the workspace; resolved by services."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -39,9 +48,9 @@ class SlugRefField(serializers.CharField):
 
 
 class SessionRegisterInput(serializers.Serializer):
-    agent = serializers.CharField(max_length=100)
-    role = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    department = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    agent = StrictCharField(max_length=100)
+    role = StrictCharField(max_length=100, required=False, allow_blank=True)
+    department = StrictCharField(max_length=100, required=False, allow_blank=True)
     worktree = SlugRefField(required=False)
 
 
@@ -53,7 +62,7 @@ class SessionSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name")
     role = serializers.CharField(source="agent.role")
     department = serializers.CharField(source="agent.department")
-    worktree = serializers.CharField(source="agent.worktree.slug", read_only=True)
+    worktree = serializers.CharField(source="agent.worktree.slug", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
 
     class Meta:
@@ -76,7 +85,7 @@ class SessionSerializer(serializers.ModelSerializer):
 
 
 class LeaseSerializer(serializers.ModelSerializer):
-    agent = serializers.CharField(source="agent.name", read_only=True)
+    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
 
     class Meta:
@@ -98,13 +107,15 @@ class LeaseSerializer(serializers.ModelSerializer):
 
 class ProjectInput(serializers.Serializer):
     key = serializers.SlugField(max_length=32)
-    name = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
     agent_wip_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
     primary_worktree = SlugRefField(required=False, allow_null=True)
 
 
 class ProjectSerializer(serializers.ModelSerializer):
-    primary_worktree = serializers.CharField(source="primary_worktree.slug", read_only=True)
+    primary_worktree = serializers.CharField(
+        source="primary_worktree.slug", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Project
@@ -113,8 +124,8 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 class IssueInput(serializers.Serializer):
     project = SlugRefField(max_length=32)
-    title = serializers.CharField(max_length=300)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+    title = StrictCharField(max_length=300)
+    description = StrictCharField(required=False, allow_blank=True, max_length=100_000)
     status = serializers.ChoiceField(choices=Issue.Status.choices, required=False)
     requires_filesystem = StrictBooleanField(required=False)
     worktree = SlugRefField(required=False, allow_null=True)
@@ -138,9 +149,9 @@ class TransitionInput(serializers.Serializer):
 
 
 class IssueSerializer(serializers.ModelSerializer):
-    project = serializers.CharField(source="project.key", read_only=True)
-    worktree = serializers.CharField(source="worktree.slug", read_only=True)
-    assignee = serializers.CharField(source="assignee.name", read_only=True)
+    project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
+    worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
+    assignee = serializers.CharField(source="assignee.name", read_only=True, allow_null=True)
     lease = serializers.SerializerMethodField()
 
     class Meta:
@@ -167,8 +178,8 @@ class IssueSerializer(serializers.ModelSerializer):
 
 
 class WipCapDenialSerializer(serializers.ModelSerializer):
-    project = serializers.CharField(source="project.key", read_only=True)
-    agent = serializers.CharField(source="agent.name", read_only=True)
+    project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
+    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
 
     class Meta:
         model = WipCapDenial

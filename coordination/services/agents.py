@@ -1,10 +1,10 @@
 """Sessions: register, heartbeat, end (DESIGN.md invariant 1)."""
 
 from django.db import transaction
-from django.db.models.functions import Now
 
 from coordination import selectors
 from coordination.errors import SessionEnded
+from coordination.liveness import DbNow
 from coordination.models import Agent, AgentSession, ReleaseReason, Workspace
 from coordination.services import file_claims, leases, worktrees
 
@@ -37,7 +37,7 @@ def heartbeat_session(*, workspace: Workspace, session_id: int) -> AgentSession:
     whatever was reclaimed from it meanwhile stays lost."""
     updated = AgentSession.objects.filter(
         workspace=workspace, pk=session_id, status=AgentSession.Status.ACTIVE
-    ).update(last_heartbeat_at=Now())
+    ).update(last_heartbeat_at=DbNow())
     if not updated:
         selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
         raise SessionEnded()
@@ -52,7 +52,7 @@ def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
         session = selectors.get_session(workspace, session_id, in_url=True)
         if session.status == AgentSession.Status.ACTIVE:
             AgentSession.objects.filter(pk=session.pk).update(
-                status=AgentSession.Status.ENDED, ended_at=Now()
+                status=AgentSession.Status.ENDED, ended_at=DbNow()
             )
             leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)

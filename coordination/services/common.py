@@ -4,9 +4,8 @@ from typing import Any
 
 from django.db import connection, models
 from django.db.models import QuerySet
-from django.db.models.functions import Now
 
-from coordination.liveness import db_now_sql, live_session_sql
+from coordination.liveness import DbNow, db_now_sql, live_session_sql
 from coordination.models import AgentSession, ReleaseReason
 
 
@@ -15,7 +14,7 @@ def release_unreleased(rows: QuerySet[Any], reason: str) -> int:
 
     Returns how many changed; rows already released keep their first reason.
     """
-    return rows.filter(released_at__isnull=True).update(released_at=Now(), release_reason=reason)
+    return rows.filter(released_at__isnull=True).update(released_at=DbNow(), release_reason=reason)
 
 
 def release_if_holder_dead(row: models.Model, *, sessionless_is_dead: bool = True) -> bool:

@@ -1,0 +1,499 @@
+"""REST API: sessions, projects, issues, workflow, leases, WIP denials, auth, errors."""
+
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from coordination.models import (
+    AgentSession,
+    ApiKey,
+    Issue,
+    IssueLease,
+    Project,
+    WipCapDenial,
+    Worktree,
+)
+from coordination.services import leases
+from tests.conftest import expire, make_client
+
+pytestmark = pytest.mark.django_db
+
+V1 = "/api/v1"
+
+
+def post(client, url, body=None):
+    return client.post(f"{V1}{url}", body if body is not None else {}, format="json")
+
+
+def assert_error(response, status, code):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert body["code"] == code and body["detail"]
+    return body
+
+
+# --- auth --------------------------------------------------------------------
+
+
+def test_missing_key_is_401(workspace):
+    assert_error(APIClient().get(f"{V1}/issues/"), 401, "unauthenticated")
+
+
+def test_unknown_key_is_401(workspace):
+    assert_error(make_client("pk_nope").get(f"{V1}/issues/"), 401, "unauthenticated")
+
+
+def test_revoked_key_is_401(workspace):
+    key, raw = ApiKey.issue(workspace)
+    key.revoked_at = timezone.now()
+    key.save()
+    assert_error(make_client(raw).get(f"{V1}/issues/"), 401, "unauthenticated")
+
+
+def test_wrong_scheme_is_401(workspace):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token abc")
+    assert_error(client.get(f"{V1}/issues/"), 401, "unauthenticated")
+
+
+def test_only_the_hash_of_a_key_is_stored(workspace):
+    key, raw = ApiKey.issue(workspace)
+    assert raw not in {key.key_hash, key.key_prefix, key.name}
+    assert len(key.key_hash) == 64
+
+
+def test_schema_and_docs_are_public_and_offline():
+    client = APIClient()
+    assert client.get(f"{V1}/schema/").status_code == 200
+    docs = client.get(f"{V1}/docs/")
+    assert docs.status_code == 200
+    assert b"cdn" not in docs.content.lower() and b"/static/drf_spectacular_sidecar" in docs.content
+
+
+def test_unknown_api_url_is_json_404(api):
+    assert_error(api.get(f"{V1}/nope/"), 404, "not_found")
+    assert_error(api.get(f"{V1}/issues/99999999999999999999999/"), 404, "not_found")
+
+
+# --- sessions ------------------------------------------------------------------
+
+
+def test_register_session(api, workspace):
+    response = post(api, "/sessions/", {"agent": "coder-1", "role": "engineer"})
+    assert response.status_code == 201
+    body = response.json()
+    assert body["agent"] == "coder-1" and body["role"] == "engineer"
+    assert body["status"] == "active" and body["live"] is True and body["worktree"] is None
+    assert AgentSession.objects.filter(workspace=workspace, pk=body["id"]).exists()
+
+
+def test_register_with_worktree_binds_the_agent(api, workspace):
+    Worktree.objects.create(workspace=workspace, slug="main", name="Main")
+    response = post(api, "/sessions/", {"agent": "coder-1", "worktree": "main"})
+    assert response.status_code == 201 and response.json()["worktree"] == "main"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"agent": ""},
+        {"agent": 5},
+        {"agent": ["x"]},
+        {"agent": "a\x00b"},
+        {"agent": "x" * 101},
+        {"agent": "a", "worktree": "missing"},
+    ],
+)
+def test_register_bad_input_is_400(api, body):
+    assert_error(post(api, "/sessions/", body), 400, "invalid")
+    assert not AgentSession.objects.exists()
+
+
+def test_register_body_must_be_an_object(api):
+    assert_error(post(api, "/sessions/", ["agent"]), 400, "invalid")
+
+
+def test_malformed_json_is_400(api):
+    response = api.post(f"{V1}/sessions/", "{bad", content_type="application/json")
+    assert_error(response, 400, "invalid")
+
+
+def test_non_json_body_is_415(api):
+    response = api.post(
+        f"{V1}/sessions/", "agent=x", content_type="application/x-www-form-urlencoded"
+    )
+    assert_error(response, 415, "unsupported_media_type")
+
+
+def test_heartbeat_and_end(api, make_session):
+    session = make_session()
+    expire(session)
+    beat = post(api, f"/sessions/{session.pk}/heartbeat/")
+    assert beat.status_code == 200 and beat.json()["live"] is True
+    end = post(api, f"/sessions/{session.pk}/end/")
+    assert end.status_code == 200 and end.json()["status"] == "ended" and end.json()["ended_at"]
+    assert_error(post(api, f"/sessions/{session.pk}/heartbeat/"), 409, "session_ended")
+
+
+def test_heartbeat_end_and_get_of_unknown_session_are_404(api, workspace):
+    assert_error(post(api, "/sessions/424242/heartbeat/"), 404, "not_found")
+    assert_error(post(api, "/sessions/424242/end/"), 404, "not_found")
+    assert_error(api.get(f"{V1}/sessions/424242/"), 404, "not_found")
+
+
+def test_list_sessions_filters(api, make_session):
+    live = make_session("a", role="engineer")
+    stale = make_session("b", role="writer")
+    expire(stale)
+
+    def ids(query):
+        response = api.get(f"{V1}/sessions/{query}")
+        assert response.status_code == 200
+        return [row["id"] for row in response.json()["results"]]
+
+    assert ids("?live=true") == [live.pk]
+    assert ids("?live=false") == [stale.pk]
+    assert ids("?agent=b") == [stale.pk]
+    assert ids("?role=engineer") == [live.pk]
+    assert api.get(f"{V1}/sessions/{live.pk}/").json()["live"] is True
+
+
+def test_list_is_paginated(api, make_session):
+    for n in range(3):
+        make_session(f"a{n}")
+    body = api.get(f"{V1}/sessions/").json()
+    assert set(body) == {"count", "next", "previous", "results"} and body["count"] == 3
+    assert_error(api.get(f"{V1}/sessions/?page=9"), 404, "not_found")
+
+
+# --- projects --------------------------------------------------------------------
+
+
+def test_create_and_patch_project(api, workspace):
+    Worktree.objects.create(workspace=workspace, slug="main", name="Main")
+    created = post(api, "/projects/", {"key": "web", "name": "Web"})
+    assert created.status_code == 201 and created.json()["agent_wip_limit"] == 3
+    pk = created.json()["id"]
+    patched = api.patch(
+        f"{V1}/projects/{pk}/", {"agent_wip_limit": 5, "primary_worktree": "main"}, format="json"
+    )
+    assert patched.status_code == 200
+    project = Project.objects.get(pk=pk)
+    assert project.agent_wip_limit == 5 and project.primary_worktree.slug == "main"
+    assert api.get(f"{V1}/projects/{pk}/").json()["primary_worktree"] == "main"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"key": "web"},
+        {"key": "we b", "name": "x"},
+        {"key": "web", "name": "x", "agent_wip_limit": 0},
+        {"key": "web", "name": "x", "agent_wip_limit": "many"},
+        {"key": "web", "name": "x", "primary_worktree": "nope"},
+    ],
+)
+def test_create_project_bad_input_is_400(api, body):
+    assert_error(post(api, "/projects/", body), 400, "invalid")
+    assert not Project.objects.exists()
+
+
+def test_duplicate_project_key_is_400(api, project):
+    assert_error(post(api, "/projects/", {"key": "core", "name": "Again"}), 400, "invalid")
+
+
+def test_patch_unknown_project_is_404(api, workspace):
+    assert_error(api.patch(f"{V1}/projects/999/", {"name": "x"}, format="json"), 404, "not_found")
+
+
+def test_put_is_not_allowed(api, project):
+    response = api.put(f"{V1}/projects/{project.pk}/", {"name": "x"}, format="json")
+    assert_error(response, 405, "method_not_allowed")
+
+
+# --- issues and workflow -----------------------------------------------------------
+
+
+def test_create_issue(api, workspace, project, make_session):
+    make_session("coder-1")
+    Worktree.objects.create(workspace=workspace, slug="main", name="Main")
+    response = post(
+        api,
+        "/issues/",
+        {
+            "project": "core",
+            "title": "T",
+            "description": "D",
+            "requires_filesystem": True,
+            "worktree": "main",
+            "assignee": "coder-1",
+        },
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["project"], body["status"], body["worktree"], body["assignee"]) == (
+        "core",
+        "backlog",
+        "main",
+        "coder-1",
+    )
+    assert body["lease"] is None and body["requires_filesystem"] is True
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"project": "core"},
+        {"project": "nope", "title": "T"},
+        {"project": "core", "title": "T", "requires_filesystem": "yes"},
+        {"project": "core", "title": "T", "assignee": "ghost"},
+        {"project": "core", "title": "T", "status": "flying"},
+        {"project": "core", "title": "T", "status": "done"},
+        {"project": "core", "title": "T\x00"},
+    ],
+)
+def test_create_issue_bad_input_is_4xx(api, project, body):
+    response = post(api, "/issues/", body)
+    assert response.status_code in (400, 409), response.content
+    assert response.json()["code"] in ("invalid", "invalid_transition")
+    assert not Issue.objects.exists()
+
+
+def test_patch_issue_edits_fields_but_not_status(api, issue):
+    ok = api.patch(f"{V1}/issues/{issue.pk}/", {"title": "New"}, format="json")
+    assert ok.status_code == 200 and ok.json()["title"] == "New"
+    body = assert_error(
+        api.patch(f"{V1}/issues/{issue.pk}/", {"status": "done"}, format="json"), 400, "invalid"
+    )
+    assert "status" in body["errors"]
+    assert Issue.objects.get(pk=issue.pk).status == "backlog"
+
+
+def test_transition_via_api(api, issue):
+    response = post(api, f"/issues/{issue.pk}/transition/", {"to": "todo"})
+    assert response.status_code == 200 and response.json()["status"] == "todo"
+    assert_error(
+        post(api, f"/issues/{issue.pk}/transition/", {"to": "done"}), 409, "invalid_transition"
+    )
+    assert_error(post(api, f"/issues/{issue.pk}/transition/", {"to": "sideways"}), 400, "invalid")
+    assert_error(post(api, "/issues/999/transition/", {"to": "todo"}), 404, "not_found")
+
+
+def test_transition_to_todo_names_what_is_missing(api, make_issue):
+    issue = make_issue(description="")
+    body = assert_error(
+        post(api, f"/issues/{issue.pk}/transition/", {"to": "todo"}), 409, "invalid_transition"
+    )
+    assert body["missing"] == ["description"]
+
+
+def test_review_gate_refuses_an_api_key_with_403(api, make_issue):
+    issue = make_issue(status="in_review")
+    assert_error(post(api, f"/issues/{issue.pk}/transition/", {"to": "done"}), 403, "forbidden")
+    assert Issue.objects.get(pk=issue.pk).status == "in_review"
+
+
+def test_review_gate_lets_a_logged_in_member_pass(workspace, make_issue):
+    issue = make_issue(status="in_review")
+    person = get_user_model().objects.create_user("alice", password="pw-alice-123")
+    workspace.members.add(person)
+    client = APIClient(enforce_csrf_checks=False)
+    client.force_login(person)
+    response = client.post(
+        f"{V1}/issues/{issue.pk}/transition/",
+        {"to": "done"},
+        format="json",
+        headers={"X-Projektor-Workspace": "acme"},
+    )
+    assert response.status_code == 200 and response.json()["status"] == "done"
+
+
+def test_logged_in_non_member_gets_404(workspace, make_issue):
+    make_issue()
+    person = get_user_model().objects.create_user("bob", password="pw-bob-123")
+    client = APIClient()
+    client.force_login(person)
+    response = client.get(f"{V1}/issues/", headers={"X-Projektor-Workspace": "acme"})
+    assert_error(response, 404, "not_found")
+
+
+def test_workflow_endpoint(api):
+    body = api.get(f"{V1}/workflow/").json()
+    assert set(body) == {"states", "transitions", "definition_of_ready", "gates"}
+
+
+def test_issue_filters(api, make_issue, make_session):
+    leased, _, dead = (
+        make_issue(title="leased"),
+        make_issue(title="free"),
+        make_issue(title="dead"),
+    )
+    holder, crashed = make_session("holder"), make_session("crashed")
+    post(api, f"/issues/{leased.pk}/claim/", {"session": holder.pk})
+    post(api, f"/issues/{dead.pk}/claim/", {"session": crashed.pk})
+    expire(crashed)
+
+    def titles(query):
+        return {row["title"] for row in api.get(f"{V1}/issues/{query}").json()["results"]}
+
+    assert titles("?leased=true") == {"leased"}
+    assert titles("?leased=false") == {"free", "dead"}
+    assert titles("?project=core&status=backlog") == {"leased", "free", "dead"}
+    assert_error(api.get(f"{V1}/issues/?status=flying"), 400, "invalid")
+    dead_row = api.get(f"{V1}/issues/{dead.pk}/").json()
+    assert dead_row["lease"]["session"] == crashed.pk and dead_row["lease"]["live"] is False
+
+
+# --- leases ----------------------------------------------------------------------
+
+
+def test_claim_and_release_via_api(api, issue, make_session):
+    session = make_session()
+    created = post(api, f"/issues/{issue.pk}/claim/", {"session": session.pk})
+    assert created.status_code == 201 and created.json()["live"] is True
+    again = post(api, f"/issues/{issue.pk}/claim/", {"session": session.pk})
+    assert again.status_code == 200 and again.json()["id"] == created.json()["id"]
+    assert api.get(f"{V1}/issues/{issue.pk}/").json()["lease"]["id"] == created.json()["id"]
+
+    released = post(api, f"/issues/{issue.pk}/release/", {"session": session.pk})
+    assert released.status_code == 200
+    assert released.json()["release_reason"] == "released" and released.json()["live"] is False
+    assert_error(
+        post(api, f"/issues/{issue.pk}/release/", {"session": session.pk}), 409, "lease_not_held"
+    )
+
+
+def test_claim_errors_via_api(api, project, make_issue, make_session):
+    issue = make_issue()
+    holder, other, stale = make_session("holder"), make_session("other"), make_session("stale")
+    expire(stale)
+    post(api, f"/issues/{issue.pk}/claim/", {"session": holder.pk})
+
+    held = assert_error(
+        post(api, f"/issues/{issue.pk}/claim/", {"session": other.pk}), 409, "lease_held"
+    )
+    assert held["holder"] == {"session": holder.pk, "agent": "holder"}
+    assert_error(
+        post(api, f"/issues/{issue.pk}/claim/", {"session": stale.pk}), 409, "session_not_live"
+    )
+    for _ in range(2):
+        post(api, f"/issues/{make_issue().pk}/claim/", {"session": other.pk})
+    capped = assert_error(
+        post(api, f"/issues/{make_issue().pk}/claim/", {"session": other.pk}),
+        409,
+        "wip_limit_reached",
+    )
+    assert capped["limit"] == 3
+    assert WipCapDenial.objects.count() == 1
+    assert_error(post(api, "/issues/999/claim/", {"session": other.pk}), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"session": "one"},
+        {"session": None},
+        {"session": 0},
+        {"session": 2**70},
+        {"session": 999},
+        {"session": True},
+    ],
+)
+def test_claim_bad_session_is_400(api, issue, body):
+    assert_error(post(api, f"/issues/{issue.pk}/claim/", body), 400, "invalid")
+    assert not IssueLease.objects.exists()
+
+
+def test_list_leases_filters(api, project, make_issue, make_session):
+    a, b = make_session("a"), make_session("b")
+    first, second = make_issue(), make_issue()
+    post(api, f"/issues/{first.pk}/claim/", {"session": a.pk})
+    post(api, f"/issues/{second.pk}/claim/", {"session": b.pk})
+    post(api, f"/issues/{second.pk}/release/", {"session": b.pk})
+
+    def issue_ids(query):
+        response = api.get(f"{V1}/leases/{query}")
+        assert response.status_code == 200
+        return [row["issue"] for row in response.json()["results"]]
+
+    assert issue_ids("?active=true") == [first.pk]
+    assert issue_ids("?active=false") == [second.pk]
+    assert issue_ids(f"?session={b.pk}") == [second.pk]
+    assert issue_ids(f"?issue={first.pk}") == [first.pk]
+    assert issue_ids("?release_reason=released") == [second.pk]
+    assert sorted(issue_ids("?project=core")) == sorted([first.pk, second.pk])
+    assert_error(api.get(f"{V1}/leases/?session=abc"), 400, "invalid")
+    assert_error(api.get(f"{V1}/leases/?session={2**70}"), 400, "invalid")
+
+
+def test_wip_cap_denials_list_and_filters(api, workspace, project, make_issue, make_session):
+    project.agent_wip_limit = 1
+    project.save()
+    session = make_session("coder")
+    post(api, f"/issues/{make_issue().pk}/claim/", {"session": session.pk})
+    refused = make_issue()
+    post(api, f"/issues/{refused.pk}/claim/", {"session": session.pk})
+
+    rows = api.get(f"{V1}/wip-cap-denials/?project=core").json()["results"]
+    assert [(r["issue"], r["session"], r["agent"], r["limit"], r["project"]) for r in rows] == [
+        (refused.pk, session.pk, "coder", 1, "core")
+    ]
+    occurred = WipCapDenial.objects.get().occurred_at
+    at = urlencode({"t": occurred.isoformat()})[2:]
+    assert api.get(f"{V1}/wip-cap-denials/?since={at}").json()["count"] == 1
+    assert api.get(f"{V1}/wip-cap-denials/?until={at}").json()["count"] == 0
+    assert_error(api.get(f"{V1}/wip-cap-denials/?since=yesterday"), 400, "invalid")
+
+
+# --- workspace isolation (invariant 9) --------------------------------------------
+
+
+def test_another_workspaces_key_sees_and_changes_nothing(
+    stranger_api, workspace, project, issue, make_session
+):
+    session = make_session()
+    lease_id = leases.claim_issue(
+        workspace=workspace, issue_id=issue.pk, session_id=session.pk
+    ).lease.pk
+
+    for url in (
+        f"/issues/{issue.pk}/",
+        f"/projects/{project.pk}/",
+        f"/sessions/{session.pk}/",
+        f"/leases/{lease_id}/",
+    ):
+        assert_error(stranger_api.get(f"{V1}{url}"), 404, "not_found")
+    for url, body in (
+        (f"/issues/{issue.pk}/claim/", {"session": session.pk}),
+        (f"/issues/{issue.pk}/release/", {"session": session.pk}),
+        (f"/issues/{issue.pk}/transition/", {"to": "cancelled"}),
+        (f"/sessions/{session.pk}/heartbeat/", None),
+        (f"/sessions/{session.pk}/end/", None),
+    ):
+        assert_error(post(stranger_api, url, body), 404, "not_found")
+    assert_error(
+        stranger_api.patch(f"{V1}/issues/{issue.pk}/", {"title": "x"}, format="json"),
+        404,
+        "not_found",
+    )
+    for listing in ("/issues/", "/projects/", "/sessions/", "/leases/", "/wip-cap-denials/"):
+        assert stranger_api.get(f"{V1}{listing}").json()["count"] == 0
+
+    issue.refresh_from_db()
+    assert issue.status == "backlog" and issue.title == "Fix the login flow"
+    assert IssueLease.objects.live().get().session_id == session.pk
+    assert AgentSession.objects.get(pk=session.pk).status == "active"
+
+
+def test_a_session_of_another_workspace_cannot_claim_here(
+    api, stranger_api, issue, other_workspace, make_session
+):
+    foreign = make_session("spy", workspace=other_workspace)
+    assert_error(post(api, f"/issues/{issue.pk}/claim/", {"session": foreign.pk}), 400, "invalid")
+    assert not IssueLease.objects.exists()
