@@ -39,8 +39,15 @@ test-postgres: install
 
 test: lint test-sqlite test-postgres
 
+# Claim throughput and latency on PostgreSQL (BENCH_URL) and on a scratch SQLite file.
+BENCH_URL ?= $(PG_TEST_URL)
 bench: install
-	$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/python manage.py bench_claims
+	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_claims
+	rm -f /tmp/projektor-bench.sqlite3*
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py bench_claims
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,110 @@
+"""Measure issue-lease claims under concurrency on the configured database.
+
+Prints throughput, latency percentiles and the outcome mix for two workloads:
+``spread`` (every worker claims its own issues: admission only) and ``contended``
+(all workers fight over a few issues: exclusivity and the WIP cap). The data lives
+in a throw-away workspace that is deleted afterwards.
+"""
+
+import statistics
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
+
+from coordination.errors import CoordinationError
+from coordination.models import Issue, Project, Workspace
+from coordination.services import agents, leases
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    index = min(len(sorted_values) - 1, round(fraction * (len(sorted_values) - 1)))
+    return sorted_values[index]
+
+
+class Command(BaseCommand):
+    help = "Benchmark concurrent issue claims (throughput, latency percentiles, outcomes)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--workers", type=int, default=16)
+        parser.add_argument("--claims", type=int, default=50, help="claims per worker")
+        parser.add_argument("--wip-limit", type=int, default=1000)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Bench")
+        try:
+            for workload in ("spread", "contended"):
+                self.run_workload(workspace, workload, **options)
+        finally:
+            workspace.delete()
+
+    def run_workload(
+        self,
+        workspace: Workspace,
+        workload: str,
+        *,
+        workers: int,
+        claims: int,
+        wip_limit: int,
+        **_: Any,
+    ) -> None:
+        project = Project.objects.create(
+            workspace=workspace, key=workload, name=workload, agent_wip_limit=wip_limit
+        )
+        issue_count = workers * claims if workload == "spread" else 4
+        issues = Issue.objects.bulk_create(
+            Issue(workspace=workspace, project=project, title=f"bench {n}")
+            for n in range(issue_count)
+        )
+        sessions = [
+            agents.register_session(workspace=workspace, agent_name=f"{workload}-{n}")
+            for n in range(workers)
+        ]
+        latencies: list[float] = []
+        outcomes: Counter[str] = Counter()
+        lock = threading.Lock()
+        barrier = threading.Barrier(workers)
+
+        def worker(index: int) -> None:
+            mine: list[float] = []
+            seen: Counter[str] = Counter()
+            barrier.wait()
+            for n in range(claims):
+                issue = issues[(index * claims + n) % issue_count]
+                started = time.perf_counter()
+                try:
+                    claimed = leases.claim_issue(
+                        workspace=workspace, issue_id=issue.pk, session_id=sessions[index].pk
+                    )
+                    seen["claimed" if claimed.created else "already_held"] += 1
+                except CoordinationError as error:
+                    seen[error.code] += 1
+                mine.append(time.perf_counter() - started)
+            connections.close_all()
+            with lock:
+                latencies.extend(mine)
+                outcomes.update(seen)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(workers)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+
+        latencies.sort()
+        ms = [value * 1000 for value in latencies]
+        self.stdout.write(
+            f"{workload:>9} on {connections['default'].vendor}: {len(ms)} claims by {workers} "
+            f"workers in {elapsed:.2f} s = {len(ms) / elapsed:,.0f} claims/s; latency ms "
+            f"p50 {percentile(ms, 0.5):.2f}  p95 {percentile(ms, 0.95):.2f}  "
+            f"p99 {percentile(ms, 0.99):.2f}  max {ms[-1]:.2f}  mean {statistics.fmean(ms):.2f}"
+        )
+        total = sum(outcomes.values())
+        mix = ", ".join(f"{code} {count / total:.1%}" for code, count in outcomes.most_common())
+        self.stdout.write(f"{'':>9}  outcomes: {mix}")
