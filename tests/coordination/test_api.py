@@ -497,3 +497,17 @@ def test_a_session_of_another_workspace_cannot_claim_here(
     foreign = make_session("spy", workspace=other_workspace)
     assert_error(post(api, f"/issues/{issue.pk}/claim/", {"session": foreign.pk}), 400, "invalid")
     assert not IssueLease.objects.exists()
+
+
+def test_listing_issues_takes_a_fixed_number_of_queries(
+    api, make_issue, make_session, django_assert_max_num_queries
+):
+    """No N+1: the lease of every issue comes from one prefetch."""
+    session = make_session()
+    for _ in range(3):
+        post(api, f"/issues/{make_issue().pk}/claim/", {"session": session.pk})
+    for _ in range(10):
+        make_issue()
+    with django_assert_max_num_queries(5):
+        response = api.get(f"{V1}/issues/")
+    assert response.json()["count"] == 13
