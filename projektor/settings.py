@@ -141,6 +141,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "IssueStatusEnum": "coordination.models.Issue.Status",
+        "SessionStatusEnum": "coordination.models.AgentSession.Status",
+        "RunStatusEnum": "coordination.models.Run.Status",
+    },
 }
 
 LOGGING = {

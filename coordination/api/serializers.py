@@ -184,3 +184,12 @@ class WipCapDenialSerializer(serializers.ModelSerializer):
     class Meta:
         model = WipCapDenial
         fields = ["id", "project", "issue", "session", "agent", "limit", "occurred_at"]
+
+
+class WorkflowSerializer(serializers.Serializer):
+    """The shape of ``workflow.get_workflow()``, for the schema."""
+
+    states = serializers.ListField(child=serializers.CharField())
+    transitions = serializers.ListField(child=serializers.DictField())
+    definition_of_ready = serializers.ListField(child=serializers.DictField())
+    gates = serializers.ListField(child=serializers.DictField())

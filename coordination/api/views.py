@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from coordination import filtersets, selectors
 from coordination.api import serializers as s
 from coordination.api.auth import is_human, workspace_of
+from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
 from coordination.services import agents, leases, projects, workflow
 
 # Ids in URLs are bounded like IdField, so an absurd id is a 404 and not a DB error.
@@ -37,6 +38,7 @@ class WorkspaceViewSet(viewsets.GenericViewSet):
 
 
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = AgentSession.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = s.SessionSerializer
     filterset_class = filtersets.SessionFilter
 
@@ -69,6 +71,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
 
 
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = Project.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = s.ProjectSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
@@ -91,6 +94,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
 
 
 class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = Issue.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = s.IssueSerializer
     filterset_class = filtersets.IssueFilter
 
@@ -144,6 +148,7 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
 
 
 class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = IssueLease.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = s.LeaseSerializer
     filterset_class = filtersets.LeaseFilter
 
@@ -152,6 +157,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
 
 
 class WipCapDenialViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    queryset = WipCapDenial.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = s.WipCapDenialSerializer
     filterset_class = filtersets.WipCapDenialFilter
 
@@ -160,5 +166,6 @@ class WipCapDenialViewSet(mixins.ListModelMixin, WorkspaceViewSet):
 
 
 class WorkflowView(APIView):
+    @extend_schema(responses=s.WorkflowSerializer)
     def get(self, request: Request) -> Response:
         return Response(workflow.get_workflow())

@@ -60,3 +60,9 @@ def test_embedded_sqlite_runs_in_wal_with_immediate_transactions(tmp_path):
         check=True,
     )
     assert result.stdout.split() == ["wal", "IMMEDIATE", "20"]
+
+
+def test_openapi_schema_generates_without_warnings():
+    out = StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    assert "/api/v1/issues/{id}/claim/" in out.getvalue()
