@@ -66,8 +66,11 @@ def projects(workspace: Workspace) -> QuerySet[Project]:
     )
 
 
-def get_issue(workspace: Workspace, issue_id: int) -> Issue:
-    issue = Issue.objects.filter(workspace=workspace, pk=issue_id).select_related("project").first()
+def get_issue(workspace: Workspace, issue_id: int, *, for_update: bool = False) -> Issue:
+    rows = Issue.objects.filter(workspace=workspace, pk=issue_id)
+    if for_update:  # callers that read-modify-write the issue inside a transaction
+        rows = rows.select_for_update(of=("self",))
+    issue = rows.select_related("project").first()
     if issue is None:
         raise NotFound(f"Issue {issue_id} does not exist.")
     return issue

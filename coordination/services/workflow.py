@@ -77,7 +77,7 @@ def check_transition(issue: Issue, to: str, *, by_human: bool) -> None:
 def transition_issue(*, workspace: Workspace, issue_id: int, to: str, by_human: bool) -> Issue:
     """Move the issue; closing it releases its lease and file claims ``issue_closed``."""
     with transaction.atomic():
-        issue = selectors.get_issue(workspace, issue_id)
+        issue = selectors.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
         issue.status = to
         issue.save(update_fields=["status", "updated_at"])
