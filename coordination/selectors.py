@@ -12,6 +12,7 @@ from coordination.models import (
     Issue,
     IssueLease,
     Project,
+    Run,
     WipCapDenial,
     Workspace,
     Worktree,
@@ -112,3 +113,18 @@ def get_project(workspace: Workspace, key: str) -> Project:
     if project is None:
         raise InvalidInput(f"Project {key!r} does not exist.")
     return project
+
+
+def worktrees(workspace: Workspace) -> QuerySet[Worktree]:
+    return Worktree.objects.filter(workspace=workspace).order_by("slug")
+
+
+def runs(workspace: Workspace) -> QuerySet[Run]:
+    return Run.objects.filter(workspace=workspace).select_related("worktree").order_by("-id")
+
+
+def get_run(workspace: Workspace, run_id: int) -> Run:
+    run = runs(workspace).filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"Run {run_id} does not exist.")
+    return run
