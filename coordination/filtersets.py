@@ -6,7 +6,7 @@ import django_filters as filters
 from django.db.models import Exists, OuterRef, QuerySet
 
 from coordination.api.serializers import MAX_ID
-from coordination.models import AgentSession, Issue, IssueLease, WipCapDenial
+from coordination.models import AgentSession, Issue, IssueLease, Run, WipCapDenial
 
 
 def id_filter(field_name: str) -> filters.NumberFilter:
@@ -58,4 +58,15 @@ class WipCapDenialFilter(filters.FilterSet):
 
     class Meta:
         model = WipCapDenial
+        fields: list[str] = []
+
+
+class RunFilter(filters.FilterSet):
+    status = filters.ChoiceFilter(choices=Run.Status.choices)
+    issue = id_filter("issue")
+    session = id_filter("session")
+    error = filters.ChoiceFilter(choices=Run.Error.choices)
+
+    class Meta:
+        model = Run
         fields: list[str] = []
