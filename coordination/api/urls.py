@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import views
+from coordination.api import runs, views
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -10,6 +10,8 @@ router.register("projects", views.ProjectViewSet, basename="project")
 router.register("issues", views.IssueViewSet, basename="issue")
 router.register("leases", views.LeaseViewSet, basename="lease")
 router.register("wip-cap-denials", views.WipCapDenialViewSet, basename="wip-cap-denial")
+router.register("worktrees", runs.WorktreeViewSet, basename="worktree")
+router.register("runs", runs.RunViewSet, basename="run")
 
 urlpatterns = [
     path("workflow/", views.WorkflowView.as_view(), name="workflow"),

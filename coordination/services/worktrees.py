@@ -1,8 +1,395 @@
-"""Worktrees, per-run lock modes and run dispatch (invariant 10)."""
+"""Worktrees, per-run lock modes and run dispatch (invariant 10).
 
-from coordination.models import AgentSession, WorktreeLock
-from coordination.services.common import release_unreleased
+A run that mutates a working tree holds that worktree exclusively; a run that
+touches no files (planning, drafting, review of text) holds nothing and runs fully
+in parallel. Which of the two a run gets is decided in one place,
+``resolve_run_lock``, from the issue's own state; a misconfiguration is a recorded,
+visible error, never a silent serialisation on some other worktree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias, assert_never
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from coordination import selectors
+from coordination.errors import InvalidInput, RunNotRunning, WorktreeBusy, WorktreeUnresolved
+from coordination.liveness import DbNow, db_now_sql
+from coordination.models import (
+    Agent,
+    AgentSession,
+    Issue,
+    IssueLease,
+    ReleaseReason,
+    Run,
+    Workspace,
+    Worktree,
+    WorktreeLock,
+)
+from coordination.services import leases
+from coordination.services.common import release_if_holder_dead, release_unreleased
+
+LOCK = WorktreeLock._meta.db_table
+
+
+# --- worktrees ----------------------------------------------------------------
+
+
+def create_worktree(
+    *, workspace: Workspace, slug: str, name: str, path: str = "", branch: str = ""
+) -> Worktree:
+    try:
+        with transaction.atomic():
+            return Worktree.objects.create(
+                workspace=workspace, slug=slug, name=name, path=path, branch=branch
+            )
+    except IntegrityError:
+        raise InvalidInput(f"Worktree {slug!r} already exists.", field="slug") from None
+
+
+# --- resolution: the decision table of invariant 10 ---------------------------
+
+
+@dataclass(frozen=True)
+class NoLock:
+    """The run touches no files: no lock, no worktree, fully parallel."""
+
+    lock_mode: ClassVar[str] = Run.LockMode.NONE
+
+
+@dataclass(frozen=True)
+class ExclusiveLock:
+    """The run mutates ``worktree`` and must be its only writer."""
+
+    worktree: Worktree
+    lock_mode: ClassVar[str] = Run.LockMode.EXCLUSIVE
+
+
+# Only ExclusiveLock has a worktree, so reading one off an unnarrowed resolution is a
+# type error: "exclusive without a worktree" and "none with a worktree" cannot be
+# written (mypy checks this module).
+RunLock: TypeAlias = NoLock | ExclusiveLock
+
+
+class WorktreeConfigurationError(WorktreeUnresolved):
+    """The issue needs a filesystem but nothing names a worktree for it (422)."""
+
+
+def resolve_run_lock(*, issue: Issue, agent: Agent) -> RunLock:
+    """Decide the run's lock from the issue's own state, in this order:
+
+    1. the issue names a worktree → exclusive on it;
+    2. the issue requires a filesystem → exclusive on the agent's bound worktree,
+       else on the project's primary worktree, else ``WorktreeConfigurationError``;
+    3. otherwise → no lock and no worktree.
+
+    Never "any worktree of the workspace": guessing would serialise unrelated runs
+    on a checkout nobody chose, or let two writers share one unknowingly.
+    """
+    if issue.worktree is not None:
+        return ExclusiveLock(worktree=_same_workspace(issue.worktree, issue=issue))
+    if not issue.requires_filesystem:
+        return NoLock()
+    if agent.worktree is not None:
+        return ExclusiveLock(worktree=_same_workspace(agent.worktree, issue=issue))
+    primary = issue.project.primary_worktree
+    if primary is not None:
+        return ExclusiveLock(worktree=_same_workspace(primary, issue=issue))
+    raise WorktreeConfigurationError(
+        f"Issue {issue.pk} requires a filesystem but no worktree is configured for it: "
+        f"set the issue's worktree, bind agent {agent.name!r} to a worktree "
+        f'(register with "worktree"), or set a primary worktree on project '
+        f"{issue.project.key!r}."
+    )
+
+
+def _same_workspace(worktree: Worktree, *, issue: Issue) -> Worktree:
+    # Invariant 9: a foreign key set by hand (admin, import) must not lend another
+    # tenant's checkout; treat it as a configuration error, not as a lock target.
+    if worktree.workspace_id != issue.workspace_id:
+        raise WorktreeConfigurationError(
+            f"Worktree {worktree.slug!r} belongs to another workspace; "
+            f"configure a worktree of this workspace for issue {issue.pk}."
+        )
+    return worktree
+
+
+# --- dispatch -------------------------------------------------------------------
+
+
+def insert_lock(*, workspace_id: int, worktree_id: int, session_id: int, run_id: int) -> int | None:
+    """Take the worktree's lock for ``run``, or return None if it is held.
+
+    Invariants 10 and 4: one writer per worktree. The partial unique index
+    ``one_unreleased_lock_per_worktree`` is the guard, so concurrent dispatchers
+    cannot both win; ON CONFLICT turns the loser's insert into "no row" instead of an
+    IntegrityError that would abort the PostgreSQL transaction holding its run.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {LOCK} (workspace_id, worktree_id, session_id, run_id,
+                                acquired_at, release_reason)
+            VALUES (%s, %s, %s, %s, {db_now_sql()}, '')
+            ON CONFLICT (worktree_id) WHERE released_at IS NULL DO NOTHING
+            RETURNING id
+            """,
+            [workspace_id, worktree_id, session_id, run_id],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def current_lock(worktree: Worktree) -> WorktreeLock | None:
+    return (
+        WorktreeLock.objects.filter(worktree=worktree, released_at__isnull=True)
+        .select_related("session__agent")
+        .first()
+    )
+
+
+def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> WorktreeLock | None:
+    """Lock ``worktree`` for ``run``; return None on success, else the live holder.
+
+    A dead holder's lock is reclaimed ``expired`` in this call (invariant 4), then
+    the insert is tried again. Each retry follows a lock that was released under
+    us, so the loop is bounded by the few holders that can die in between.
+    """
+    holder: WorktreeLock | None = None
+    for _ in range(3):
+        assert run.session_id is not None  # a dispatched run always has its session
+        if insert_lock(
+            workspace_id=run.workspace_id,
+            worktree_id=worktree.pk,
+            session_id=run.session_id,
+            run_id=run.pk,
+        ):
+            return None
+        holder = current_lock(worktree)
+        if holder is not None and not release_if_holder_dead(holder):
+            return holder
+    return holder or current_lock(worktree)
+
+
+def describe_holder(lock: WorktreeLock | None) -> dict[str, Any]:
+    session = lock.session if lock is not None else None
+    return {
+        "session": lock.session_id if lock is not None else None,
+        "agent": session.agent.name if session is not None else None,
+        "run": lock.run_id if lock is not None else None,
+    }
+
+
+def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run:
+    """Dispatch ``issue`` to a live session: lease, resolve, lock, record the run.
+
+    The lease is taken first if the session lacks it, with ``claim_issue``'s own
+    errors; it runs outside this function's transactions because a WIP refusal
+    commits its denial row before raising. The two failures are recorded as runs so
+    the operator sees the cause, and are raised only after that record commits:
+
+    - unresolved → lease released ``worktree_unresolved``, run ``skipped``, 422;
+    - worktree held by a live run → run ``cancelled``, lease kept (the agent
+      retries on its next beat), 409 naming the holder.
+    """
+    issue = selectors.get_issue(workspace, issue_id)
+    session = selectors.get_session(workspace, session_id)
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
+    agent = session.agent
+    try:
+        lock = resolve_run_lock(issue=issue, agent=agent)
+    except WorktreeConfigurationError as error:
+        run = record_unresolved(workspace=workspace, issue=issue, session=session, error=error)
+        error.extra["run"] = run.pk
+        raise
+    busy: WorktreeBusy | None = None
+    with transaction.atomic():
+        run = Run.objects.create(
+            workspace=workspace,
+            issue=issue,
+            session=session,
+            agent=agent,
+            status=Run.Status.RUNNING,
+            **lock_fields(lock),
+        )
+        match lock:
+            case ExclusiveLock(worktree=worktree):
+                holder = acquire_worktree_lock(run=run, worktree=worktree)
+                if holder is not None:
+                    busy = record_busy(run=run, worktree=worktree, holder=holder)
+            case NoLock():
+                pass
+            case _:
+                assert_never(lock)
+    if busy is not None:
+        raise busy
+    return selectors.runs(workspace).get(pk=run.pk)
+
+
+def lock_fields(lock: RunLock) -> dict[str, Any]:
+    """The run's columns for a resolution; exhaustive, so a new kind fails mypy."""
+    match lock:
+        case ExclusiveLock(worktree=worktree):
+            return {"lock_mode": lock.lock_mode, "worktree": worktree}
+        case NoLock():
+            return {"lock_mode": lock.lock_mode, "worktree": None}
+        case _:
+            assert_never(lock)
+
+
+def record_unresolved(
+    *, workspace: Workspace, issue: Issue, session: AgentSession, error: WorktreeUnresolved
+) -> Run:
+    """Release the lease and record the skipped run, committed before the 422."""
+    with transaction.atomic():
+        release_unreleased(
+            IssueLease.objects.filter(issue=issue, session=session),
+            ReleaseReason.WORKTREE_UNRESOLVED,
+        )
+        return Run.objects.create(
+            workspace=workspace,
+            issue=issue,
+            session=session,
+            agent=session.agent,
+            lock_mode=Run.LockMode.NONE,
+            worktree=None,
+            status=Run.Status.SKIPPED,
+            error=Run.Error.WORKTREE_UNRESOLVED,
+            error_detail=error.detail,
+            finished_at=DbNow(),
+        )
+
+
+def record_busy(*, run: Run, worktree: Worktree, holder: WorktreeLock | None) -> WorktreeBusy:
+    """Mark ``run`` cancelled for a busy worktree; the caller raises after commit."""
+    named = describe_holder(holder)
+    detail = (
+        f"Worktree {worktree.slug!r} is locked by run {named['run']} of session "
+        f"{named['session']} (agent {named['agent']!r}); retry when it finishes."
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.CANCELLED,
+        error=Run.Error.WORKTREE_BUSY,
+        error_detail=detail,
+        finished_at=DbNow(),
+    )
+    return WorktreeBusy(detail, holder=named, run=run.pk)
+
+
+def finish_run(*, workspace: Workspace, run_id: int, outcome: str) -> Run:
+    """End a running run with ``outcome`` and release its lock as ``released``.
+
+    Compare-and-set on ``status = 'running'``: of two finishers, the second sees
+    0 rows and gets ``run_not_running``.
+    """
+    if outcome not in (Run.Status.SUCCEEDED, Run.Status.FAILED):
+        raise InvalidInput(f"Outcome must be succeeded or failed, not {outcome!r}.")
+    with transaction.atomic():
+        finished = Run.objects.filter(
+            workspace=workspace, pk=run_id, status=Run.Status.RUNNING
+        ).update(status=outcome, finished_at=DbNow())
+        if not finished:
+            run = selectors.get_run(workspace, run_id)  # 404 if not in the workspace
+            raise RunNotRunning(f"Run {run.pk} is {run.status}, not running.")
+        release_unreleased(WorktreeLock.objects.filter(run_id=run_id), ReleaseReason.RELEASED)
+    return selectors.runs(workspace).get(pk=run_id)
 
 
 def release_session_locks(*, session: AgentSession, reason: str) -> int:
+    """Release the session's worktree locks when it ends cleanly (``agent_ended``).
+
+    Its runs that are still running are cancelled too: an ended session can never
+    report them, and leaving them ``running`` would list work nobody is doing. A
+    session that dies instead keeps its runs ``running`` (its lock is reclaimed
+    ``expired`` by the next dispatcher): a crash is not recorded as an exit, and a
+    revived session may still finish them.
+    """
+    Run.objects.filter(session=session, status=Run.Status.RUNNING).update(
+        status=Run.Status.CANCELLED,
+        error_detail=f"Session {session.pk} ended while the run was running.",
+        finished_at=DbNow(),
+    )
     return release_unreleased(WorktreeLock.objects.filter(session=session), reason)
+
+
+# --- backfill for data imported from older trackers ---------------------------
+
+ENGINEERING_ROLE = re.compile(r"\b(?:cto|engineer|developer|devops|sre)\b", re.IGNORECASE)
+ENGINEERING_DEPARTMENT = "engineering"
+BACKFILL_STATUSES = (Issue.Status.BACKLOG, Issue.Status.TODO)
+
+
+@dataclass(frozen=True)
+class FilesystemEvidence:
+    issue: Issue
+    reasons: tuple[str, ...]
+
+
+def assignee_evidence(agent: Agent) -> list[str]:
+    reasons = []
+    if ENGINEERING_ROLE.search(agent.role):
+        reasons.append(f"assignee {agent.name!r} has role {agent.role!r}")
+    if agent.department.strip().casefold() == ENGINEERING_DEPARTMENT:
+        reasons.append(f"assignee {agent.name!r} is in department {agent.department!r}")
+    return reasons
+
+
+def requires_filesystem_evidence(*, workspace: Workspace | None = None) -> list[FilesystemEvidence]:
+    """Issues not yet marked ``requires_filesystem`` with positive evidence that they
+    mutate files. Absence of evidence changes nothing: a wrong ``true`` serialises
+    runs on a worktree, a wrong ``false`` is what imports already have.
+
+    Evidence: a live lease now (someone is working it), or a backlog/todo issue whose
+    assignee's role names an engineering job as a word, or whose department is
+    engineering. Roles are matched in Python because word boundaries are spelled
+    differently in the two backends' regex dialects; the database only pre-filters.
+    """
+    candidates = Issue.objects.filter(requires_filesystem=False).select_related(
+        "workspace", "project", "assignee"
+    )
+    if workspace is not None:
+        candidates = candidates.filter(workspace=workspace)
+    reasons: dict[int, list[str]] = {}
+    found: dict[int, Issue] = {}
+
+    live = IssueLease.objects.live().filter(issue__in=candidates).select_related("agent")
+    for lease in live.order_by("issue_id"):
+        holder = lease.agent.name if lease.agent else "?"
+        reasons.setdefault(lease.issue_id, []).append(
+            f"live lease held by session {lease.session_id} ({holder!r})"
+        )
+
+    words = Q(assignee__department__icontains=ENGINEERING_DEPARTMENT)
+    for word in ("cto", "engineer", "developer", "devops", "sre"):
+        words |= Q(assignee__role__icontains=word)
+    for issue in candidates.filter(words, status__in=BACKFILL_STATUSES):
+        assert issue.assignee is not None  # the filter joined through it
+        evidence = assignee_evidence(issue.assignee)
+        if evidence:
+            reasons.setdefault(issue.pk, []).extend(evidence)
+            found[issue.pk] = issue
+
+    missing = [pk for pk in reasons if pk not in found]
+    found.update(candidates.in_bulk(missing))
+    return [
+        FilesystemEvidence(issue=found[pk], reasons=tuple(reasons[pk])) for pk in sorted(reasons)
+    ]
+
+
+def backfill_requires_filesystem(
+    *, dry_run: bool, workspace: Workspace | None = None
+) -> list[FilesystemEvidence]:
+    """Set ``requires_filesystem`` on every issue with evidence; idempotent, since
+    only issues still ``false`` are candidates. A dry run returns the same list and
+    writes nothing."""
+    found = requires_filesystem_evidence(workspace=workspace)
+    if not dry_run and found:
+        Issue.objects.filter(
+            pk__in=[item.issue.pk for item in found], requires_filesystem=False
+        ).update(requires_filesystem=True, updated_at=timezone.now())
+    return found

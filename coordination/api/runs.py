@@ -1,0 +1,121 @@
+"""Worktrees and runs: input and output serializers, and their thin viewsets."""
+
+from typing import Any
+
+from django.core.validators import validate_slug
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from coordination import filtersets, selectors
+from coordination.api.serializers import IdField, StrictCharField
+from coordination.api.views import WorkspaceViewSet, parse
+from coordination.models import Run, Worktree
+from coordination.services import worktrees
+
+# --- serializers -----------------------------------------------------------------
+
+
+class WorktreeInput(serializers.Serializer):
+    slug = StrictCharField(max_length=64, validators=[validate_slug])
+    name = StrictCharField(max_length=200)
+    path = StrictCharField(max_length=1024, required=False, allow_blank=True)
+    branch = StrictCharField(max_length=200, required=False, allow_blank=True)
+
+
+class WorktreeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Worktree
+        fields = ["id", "slug", "name", "path", "branch", "created_at"]
+
+
+class RunDispatchInput(serializers.Serializer):
+    session = IdField()
+    issue = IdField()
+
+
+class RunFinishInput(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=[Run.Status.SUCCEEDED, Run.Status.FAILED])
+
+
+class RunErrorField(serializers.ChoiceField):
+    """``Run.error`` is blank when there is none; the API says ``null``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=Run.Error.choices, allow_null=True, read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return value or None
+
+
+class RunSerializer(serializers.ModelSerializer):
+    worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
+    error = RunErrorField()
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "issue",
+            "session",
+            "lock_mode",
+            "worktree",
+            "status",
+            "error",
+            "started_at",
+            "finished_at",
+        ]
+
+
+# --- viewsets ----------------------------------------------------------------------
+
+
+class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    serializer_class = WorktreeSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.worktrees(self.workspace)
+
+    @extend_schema(request=WorktreeInput, responses={201: WorktreeSerializer})
+    def create(self, request: Request) -> Response:
+        worktree = worktrees.create_worktree(
+            workspace=self.workspace, **parse(WorktreeInput, request)
+        )
+        return Response(WorktreeSerializer(worktree).data, status=status.HTTP_201_CREATED)
+
+
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    serializer_class = RunSerializer
+    filterset_class = filtersets.RunFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.runs(self.workspace)
+
+    @extend_schema(
+        request=RunDispatchInput,
+        responses={
+            201: RunSerializer,
+            409: OpenApiResponse(
+                description="worktree_busy, lease_held, wip_limit_reached, session_not_live"
+            ),
+            422: OpenApiResponse(description="worktree_unresolved"),
+        },
+    )
+    def create(self, request: Request) -> Response:
+        data = parse(RunDispatchInput, request)
+        run = worktrees.dispatch_run(
+            workspace=self.workspace, session_id=data["session"], issue_id=data["issue"]
+        )
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RunFinishInput, responses=RunSerializer)
+    @action(detail=True, methods=["post"])
+    def finish(self, request: Request, pk: str) -> Response:
+        data = parse(RunFinishInput, request)
+        run = worktrees.finish_run(
+            workspace=self.workspace, run_id=int(pk), outcome=data["outcome"]
+        )
+        return Response(RunSerializer(run).data)
