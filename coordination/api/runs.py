@@ -74,6 +74,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    queryset = Worktree.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = WorktreeSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
@@ -88,6 +89,7 @@ class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = Run.objects.none()  # the model, for the schema; rows come from get_queryset
     serializer_class = RunSerializer
     filterset_class = filtersets.RunFilter
 
