@@ -153,16 +153,23 @@ def current_lock(worktree: Worktree) -> WorktreeLock | None:
     )
 
 
-def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> WorktreeLock | None:
-    """Lock ``worktree`` for ``run``; return None on success, else the live holder.
+@dataclass(frozen=True)
+class Busy:
+    """The worktree is held; ``holder`` is None only if it kept changing hands."""
+
+    holder: WorktreeLock | None
+
+
+def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> Busy | None:
+    """Lock ``worktree`` for ``run``: None on success, else who holds it.
 
     A dead holder's lock is reclaimed ``expired`` in this call (invariant 4), then
-    the insert is tried again. Each retry follows a lock that was released under
-    us, so the loop is bounded by the few holders that can die in between.
+    the insert is tried again. Each retry follows a lock released between our
+    statements; after a few, the worktree is plainly contended and we report it
+    busy rather than spin.
     """
-    holder: WorktreeLock | None = None
+    assert run.session_id is not None  # a dispatched run always has its session
     for _ in range(3):
-        assert run.session_id is not None  # a dispatched run always has its session
         if insert_lock(
             workspace_id=run.workspace_id,
             worktree_id=worktree.pk,
@@ -172,8 +179,8 @@ def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> WorktreeLock | Non
             return None
         holder = current_lock(worktree)
         if holder is not None and not release_if_holder_dead(holder):
-            return holder
-    return holder or current_lock(worktree)
+            return Busy(holder=holder)
+    return Busy(holder=current_lock(worktree))
 
 
 def describe_holder(lock: WorktreeLock | None) -> dict[str, Any]:
@@ -219,9 +226,9 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
         )
         match lock:
             case ExclusiveLock(worktree=worktree):
-                holder = acquire_worktree_lock(run=run, worktree=worktree)
-                if holder is not None:
-                    busy = record_busy(run=run, worktree=worktree, holder=holder)
+                taken = acquire_worktree_lock(run=run, worktree=worktree)
+                if taken is not None:
+                    busy = record_busy(run=run, worktree=worktree, holder=taken.holder)
             case NoLock():
                 pass
             case _:
