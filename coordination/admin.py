@@ -214,7 +214,8 @@ class RunAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "error", "lock_mode", "workspace"]
     list_select_related = ["issue", "agent", "worktree"]
-    readonly_fields = ["error", "error_detail"]
+    # Status, lock and error are the dispatcher's record; operators read them.
+    readonly_fields = ["status", "lock_mode", "worktree", "error", "error_detail", "finished_at"]
 
 
 @admin.register(m.Message)

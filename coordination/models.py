@@ -184,6 +184,9 @@ class Issue(models.Model):
         DONE = "done"
         CANCELLED = "cancelled"
 
+    # Closing releases the lease and file claims; a closed issue cannot be leased.
+    CLOSED_STATUSES = frozenset({Status.DONE, Status.CANCELLED})
+
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="issues")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="issues")
     title = models.CharField(max_length=300)

@@ -5,7 +5,13 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from coordination import selectors
-from coordination.errors import LeaseHeld, LeaseNotHeld, SessionNotLive, WipLimitReached
+from coordination.errors import (
+    InvalidTransition,
+    LeaseHeld,
+    LeaseNotHeld,
+    SessionNotLive,
+    WipLimitReached,
+)
 from coordination.liveness import db_now_sql, live_session_sql
 from coordination.models import (
     AgentSession,
@@ -86,6 +92,8 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
     """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
+    if issue.status in Issue.CLOSED_STATUSES:
+        raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
     with transaction.atomic():
         lock_project(issue.project_id)
         if not selectors.is_live(session):

@@ -20,8 +20,6 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     S.CANCELLED: (S.BACKLOG,),
 }
 
-CLOSED_STATES = frozenset({S.DONE, S.CANCELLED})
-
 # A transition only a human (logged-in person or admin) may make; an API key may not.
 HUMAN_GATES: frozenset[tuple[str, str]] = frozenset({(S.IN_REVIEW, S.DONE)})
 
@@ -81,7 +79,7 @@ def transition_issue(*, workspace: Workspace, issue_id: int, to: str, by_human: 
         check_transition(issue, to, by_human=by_human)
         issue.status = to
         issue.save(update_fields=["status", "updated_at"])
-        if to in CLOSED_STATES:
+        if to in Issue.CLOSED_STATUSES:
             leases.release_issue_leases(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
             file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
     return issue

@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 
 from coordination.errors import (
     InvalidInput,
+    InvalidTransition,
     LeaseHeld,
     LeaseNotHeld,
     NotFound,
@@ -148,3 +149,11 @@ def test_partial_unique_index_allows_one_unreleased_lease_per_issue(workspace, i
     IssueLease.objects.create(workspace=workspace, issue=issue, session=a)
     with pytest.raises(IntegrityError), transaction.atomic():
         IssueLease.objects.create(workspace=workspace, issue=issue, session=b)
+
+
+@pytest.mark.parametrize("closed", ["done", "cancelled"])
+def test_a_closed_issue_cannot_be_leased(workspace, make_issue, make_session, closed):
+    issue = make_issue(status=closed)
+    with pytest.raises(InvalidTransition):
+        claim(workspace, issue, make_session())
+    assert not IssueLease.objects.exists()
