@@ -9,13 +9,10 @@ visible error, never a silent serialisation on some other worktree.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, assert_never
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
-from django.utils import timezone
 
 from coordination import selectors
 from coordination.errors import InvalidInput, RunNotRunning, WorktreeBusy, WorktreeUnresolved
@@ -322,81 +319,3 @@ def release_session_locks(*, session: AgentSession, reason: str) -> int:
         finished_at=DbNow(),
     )
     return release_unreleased(WorktreeLock.objects.filter(session=session), reason)
-
-
-# --- backfill for data imported from older trackers ---------------------------
-
-ENGINEERING_ROLE = re.compile(r"\b(?:cto|engineer|developer|devops|sre)\b", re.IGNORECASE)
-ENGINEERING_DEPARTMENT = "engineering"
-BACKFILL_STATUSES = (Issue.Status.BACKLOG, Issue.Status.TODO)
-
-
-@dataclass(frozen=True)
-class FilesystemEvidence:
-    issue: Issue
-    reasons: tuple[str, ...]
-
-
-def assignee_evidence(agent: Agent) -> list[str]:
-    reasons = []
-    if ENGINEERING_ROLE.search(agent.role):
-        reasons.append(f"assignee {agent.name!r} has role {agent.role!r}")
-    if agent.department.strip().casefold() == ENGINEERING_DEPARTMENT:
-        reasons.append(f"assignee {agent.name!r} is in department {agent.department!r}")
-    return reasons
-
-
-def requires_filesystem_evidence(*, workspace: Workspace | None = None) -> list[FilesystemEvidence]:
-    """Issues not yet marked ``requires_filesystem`` with positive evidence that they
-    mutate files. Absence of evidence changes nothing: a wrong ``true`` serialises
-    runs on a worktree, a wrong ``false`` is what imports already have.
-
-    Evidence: a live lease now (someone is working it), or a backlog/todo issue whose
-    assignee's role names an engineering job as a word, or whose department is
-    engineering. Roles are matched in Python because word boundaries are spelled
-    differently in the two backends' regex dialects; the database only pre-filters.
-    """
-    candidates = Issue.objects.filter(requires_filesystem=False).select_related(
-        "workspace", "project", "assignee"
-    )
-    if workspace is not None:
-        candidates = candidates.filter(workspace=workspace)
-    reasons: dict[int, list[str]] = {}
-    found: dict[int, Issue] = {}
-
-    live = IssueLease.objects.live().filter(issue__in=candidates).select_related("agent")
-    for lease in live.order_by("issue_id"):
-        holder = lease.agent.name if lease.agent else "?"
-        reasons.setdefault(lease.issue_id, []).append(
-            f"live lease held by session {lease.session_id} ({holder!r})"
-        )
-
-    words = Q(assignee__department__icontains=ENGINEERING_DEPARTMENT)
-    for word in ("cto", "engineer", "developer", "devops", "sre"):
-        words |= Q(assignee__role__icontains=word)
-    for issue in candidates.filter(words, status__in=BACKFILL_STATUSES):
-        assert issue.assignee is not None  # the filter joined through it
-        evidence = assignee_evidence(issue.assignee)
-        if evidence:
-            reasons.setdefault(issue.pk, []).extend(evidence)
-            found[issue.pk] = issue
-
-    missing = [pk for pk in reasons if pk not in found]
-    found.update(candidates.in_bulk(missing))
-    return [
-        FilesystemEvidence(issue=found[pk], reasons=tuple(reasons[pk])) for pk in sorted(reasons)
-    ]
-
-
-def backfill_requires_filesystem(
-    *, dry_run: bool, workspace: Workspace | None = None
-) -> list[FilesystemEvidence]:
-    """Set ``requires_filesystem`` on every issue with evidence; idempotent, since
-    only issues still ``false`` are candidates. A dry run returns the same list and
-    writes nothing."""
-    found = requires_filesystem_evidence(workspace=workspace)
-    if not dry_run and found:
-        Issue.objects.filter(
-            pk__in=[item.issue.pk for item in found], requires_filesystem=False
-        ).update(requires_filesystem=True, updated_at=timezone.now())
-    return found

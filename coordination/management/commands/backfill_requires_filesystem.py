@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from coordination.models import Workspace
-from coordination.services import worktrees
+from coordination.services import backfill
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
             if workspace is None:
                 raise CommandError(f"No workspace {options['workspace']!r}.")
         dry_run = options["dry_run"]
-        found = worktrees.backfill_requires_filesystem(dry_run=dry_run, workspace=workspace)
+        found = backfill.backfill_requires_filesystem(dry_run=dry_run, workspace=workspace)
         for item in found:
             issue = item.issue
             self.stdout.write(
