@@ -70,3 +70,72 @@ class RunFilter(filters.FilterSet):
     class Meta:
         model = Run
         fields: list[str] = []
+
+
+# --- file claims, the contention log, messages -----------------------------------
+
+from django.db.models import Q  # noqa: E402
+from django.db.models.functions import Left  # noqa: E402
+
+from coordination.models import ClaimConflict, FileClaim, Message, ReleaseReason  # noqa: E402
+from coordination.paths import normalise_path  # noqa: E402
+
+
+def under_prefix(queryset: QuerySet[Any], field: str, raw: str) -> QuerySet[Any]:
+    """Paths equal to the normalised prefix or below it, by whole segments (``src``
+    holds ``src/a.py``, not ``srcs/b.py``). Compared with ``Left`` rather than LIKE,
+    which SQLite folds to case-insensitive."""
+    prefix = normalise_path(raw)
+    head = Left(field, len(prefix) + 1)
+    return queryset.alias(path_head=head).filter(Q(**{field: prefix}) | Q(path_head=f"{prefix}/"))
+
+
+class PathFilterSet(filters.FilterSet):
+    """``?path=`` (exact, after normalisation) and ``?path_prefix=``; a path that
+    cannot be normalised is a 400 naming it, as in a claim body."""
+
+    path = filters.CharFilter(method="filter_path")
+    path_prefix = filters.CharFilter(method="filter_path_prefix")
+
+    def filter_path(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        return queryset.filter(path=normalise_path(value))
+
+    def filter_path_prefix(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        return under_prefix(queryset, "path", value)
+
+
+class FileClaimFilter(PathFilterSet):
+    active = filters.BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    issue = id_filter("issue")
+    session = id_filter("session")
+    release_reason = filters.ChoiceFilter(choices=ReleaseReason.choices)
+
+    class Meta:
+        model = FileClaim
+        fields: list[str] = []
+
+
+class ClaimConflictFilter(PathFilterSet):
+    since = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
+    until = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
+    forced = filters.BooleanFilter()
+    # Either side of the conflict: the issue that was refused or the one that held.
+    issue = filters.NumberFilter(method="filter_issue", min_value=1, max_value=MAX_ID)
+
+    class Meta:
+        model = ClaimConflict
+        fields: list[str] = []
+
+    def filter_issue(
+        self, queryset: QuerySet[ClaimConflict], name: str, value: Any
+    ) -> QuerySet[ClaimConflict]:
+        return queryset.filter(Q(rejected_issue_id=value) | Q(holding_issue_id=value))
+
+
+class MessageFilter(filters.FilterSet):
+    scope = filters.CharFilter()
+    since = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+
+    class Meta:
+        model = Message
+        fields: list[str] = []

@@ -128,3 +128,28 @@ def get_run(workspace: Workspace, run_id: int) -> Run:
     if run is None:
         raise NotFound(f"Run {run_id} does not exist.")
     return run
+
+
+# --- file claims, the contention log, messages -----------------------------------
+
+from coordination.models import ClaimConflict, FileClaim, Message  # noqa: E402
+
+
+def file_claims(workspace: Workspace) -> QuerySet[FileClaim]:
+    return FileClaim.objects.filter(workspace=workspace).select_related("agent").order_by("-id")
+
+
+def claim_conflicts(workspace: Workspace) -> QuerySet[ClaimConflict]:
+    return (
+        ClaimConflict.objects.filter(workspace=workspace)
+        .select_related("rejected_agent", "holding_agent")
+        .order_by("-occurred_at", "-id")
+    )
+
+
+def messages(workspace: Workspace) -> QuerySet[Message]:
+    return (
+        Message.objects.filter(workspace=workspace)
+        .select_related("agent")
+        .order_by("-created_at", "-id")
+    )

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import runs, views
+from coordination.api import file_claims, runs, views
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -12,6 +12,9 @@ router.register("leases", views.LeaseViewSet, basename="lease")
 router.register("wip-cap-denials", views.WipCapDenialViewSet, basename="wip-cap-denial")
 router.register("worktrees", runs.WorktreeViewSet, basename="worktree")
 router.register("runs", runs.RunViewSet, basename="run")
+router.register("file-claims", file_claims.FileClaimViewSet, basename="file-claim")
+router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
+router.register("messages", file_claims.MessageViewSet, basename="message")
 
 urlpatterns = [
     path("workflow/", views.WorkflowView.as_view(), name="workflow"),

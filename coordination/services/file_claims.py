@@ -1,12 +1,394 @@
-"""File claims: path-level reservations against an issue (invariants 5, 6)."""
+"""File claims: path-level reservations against an issue (invariants 4-8).
 
-from coordination.models import AgentSession, FileClaim, Issue
-from coordination.services.common import release_unreleased
+Issue leases stop two agents from taking one ticket; file claims stop two agents on
+different tickets from editing one file. The tiers are independent: a claim names an
+issue, but its claimer need not hold that issue's lease.
+
+How a claim stays all-or-nothing under concurrency
+---------------------------------------------------
+The guard is the partial unique index ``one_unreleased_claim_per_path``: a path can
+never have two unreleased rows. Around it, ``claim_files`` runs one transaction per
+attempt that
+
+1. (PostgreSQL) takes a transaction-scoped advisory lock per requested path, in
+   one global order, so two claimers of overlapping sets queue path by path instead
+   of interleaving; then a ``FOR KEY SHARE`` lock on the claiming and the holding
+   issues, so that closing one of those issues (which locks the issue, then its
+   claims) waits for us before we hold any claim row, rather than deadlocking with
+   our commit-time foreign-key checks;
+2. locks the unreleased rows of the requested paths ``FOR UPDATE`` in path order
+   (releases lock rows in path order too), so what it classifies stays true until
+   it commits;
+3. decides: refuse (write the conflict log, commit, then raise), or reclaim dead
+   holders, override (``force``) and insert the rest with ``ON CONFLICT DO
+   NOTHING``. An insert that returns no row means someone the locks do not cover
+   got there first: the whole attempt is rolled back and retried, a bounded number
+   of times, and then reported as a conflict — never a partial claim, never an
+   ``IntegrityError``.
+
+SQLite opens every transaction with ``BEGIN IMMEDIATE``: writers are serialised
+already, so step 1 and the row locks are PostgreSQL-only.
+"""
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Case, QuerySet, When
+
+from coordination import selectors
+from coordination.errors import FileConflict, InvalidInput, SessionNotLive
+from coordination.liveness import db_now_sql, live_q
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    FileClaim,
+    Issue,
+    ReleaseReason,
+    Workspace,
+)
+from coordination.paths import normalise_paths
+from coordination.services import messages
+from coordination.services.common import release_if_holder_dead, release_unreleased
+
+CLAIM = FileClaim._meta.db_table
+ISSUE = Issue._meta.db_table
+MAX_PATHS = 100
+MAX_ATTEMPTS = 4
+# First half of the two-part advisory key: keeps file-claim locks apart from any
+# other advisory lock the database may serve.
+ADVISORY_CLASS = 0x50464C  # "PFL"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds (or held) a path: its issue, session and agent name."""
+
+    path: str
+    issue: int
+    session: int | None
+    agent: str | None
+
+    @classmethod
+    def of(cls, claim: FileClaim) -> "Holder":
+        agent = claim.agent.name if claim.agent is not None else None
+        return cls(path=claim.path, issue=claim.issue_id, session=claim.session_id, agent=agent)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClaimedFiles:
+    claims: list[FileClaim]
+    reclaimed: list[str]
+    overridden: list[Holder]
+
+
+@dataclass(frozen=True)
+class _Refused:
+    conflicts: list[Holder]
+
+
+class _Raced(Exception):
+    """Another transaction changed a requested path under this attempt; roll it back."""
+
+
+# --- checks -----------------------------------------------------------------------
+
+
+def checked_paths(paths: Sequence[str]) -> list[str]:
+    """1-100 entries, each normalised; sorted and without duplicates (invariant 6)."""
+    if not 1 <= len(paths) <= MAX_PATHS:
+        raise InvalidInput(
+            f"Give 1 to {MAX_PATHS} paths, not {len(paths)}.", field="paths", count=len(paths)
+        )
+    return normalise_paths(paths)
+
+
+def path_lock_key(workspace_id: int, path: str) -> int:
+    """A stable signed 32-bit key per (workspace, path); a collision only serialises
+    two unrelated paths, it never lets two claimers of one path through."""
+    digest = hashlib.blake2b(f"{workspace_id}/{path}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# --- locking (PostgreSQL) -----------------------------------------------------------
+
+
+def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> None:
+    """Invariant 5 under READ COMMITTED: serialise claimers per path, deadlock-free.
+
+    Advisory locks are taken in ascending key order, so claimers of overlapping sets
+    never wait on each other in a cycle; an insert can then only meet a row the
+    claimer already saw. The issues are locked ``FOR KEY SHARE`` (compatible with
+    other claimers) so an issue being closed is waited for before any claim row is
+    held. SQLite needs neither: ``BEGIN IMMEDIATE`` made this the only writer.
+    """
+    if connection.vendor != "postgresql":
+        return
+    keys = sorted({path_lock_key(workspace_id, path) for path in paths})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT pg_advisory_xact_lock(%s, key)
+            FROM unnest(%s::int[]) WITH ORDINALITY AS requested(key, position)
+            ORDER BY position
+            """,
+            [ADVISORY_CLASS, keys],
+        )
+        cursor.execute(
+            f"""
+            SELECT id FROM {ISSUE}
+            WHERE id = %s OR id IN (SELECT issue_id FROM {CLAIM}
+                                    WHERE workspace_id = %s AND released_at IS NULL
+                                      AND path = ANY(%s))
+            ORDER BY id
+            FOR KEY SHARE
+            """,
+            [issue_id, workspace_id, paths],
+        )
+
+
+def locked_holders(*, workspace: Workspace, paths: list[str]) -> list[FileClaim]:
+    """The unreleased claims on ``paths``, row-locked in path order, with liveness."""
+    return list(
+        FileClaim.objects.select_for_update(of=("self",))
+        .filter(workspace=workspace, path__in=paths, released_at__isnull=True)
+        .annotate(holder_live=Case(When(live_q("session__"), then=True), default=False))
+        .select_related("agent")
+        .order_by("path")
+    )
+
+
+def insert_claims(
+    *, workspace_id: int, issue_id: int, session: AgentSession | None, paths: list[str]
+) -> list[int]:
+    """Insert one unreleased claim per path, in path order; return the new ids.
+
+    Invariant 5: the partial unique index on (workspace_id, path) WHERE released_at
+    IS NULL is the last word. ON CONFLICT turns a path someone else holds into "no
+    row" instead of an IntegrityError that would abort the PostgreSQL transaction;
+    the caller treats any missing row as a lost race and rolls everything back.
+    """
+    if not paths:
+        return []
+    session_id = session.pk if session is not None else None
+    agent_id = session.agent_id if session is not None else None
+    rows = ", ".join([f"(%s, %s, %s, %s, %s, {db_now_sql()}, '')"] * len(paths))
+    params: list[Any] = []
+    for path in paths:
+        params += [workspace_id, issue_id, session_id, agent_id, path]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {CLAIM} (workspace_id, issue_id, session_id, agent_id, path,
+                                 claimed_at, release_reason)
+            VALUES {rows}
+            ON CONFLICT (workspace_id, path) WHERE released_at IS NULL DO NOTHING
+            RETURNING id
+            """,
+            params,
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+# --- claim ----------------------------------------------------------------------------
+
+
+def claim_files(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    paths: Sequence[str],
+    session_id: int | None = None,
+    force: bool = False,
+) -> ClaimedFiles:
+    """Claim every path for the issue, or none (invariants 4, 5, 6, 8).
+
+    - a path this issue already holds is kept (idempotent) and returned in claims;
+    - a path whose holder session is not live is reclaimed ``expired``, no conflict;
+    - a path held by another issue's live or session-less claim is a conflict: without
+      ``force`` the request is refused (409 naming every holder) after its conflict
+      rows commit; with ``force`` the holders are released ``overridden`` and a
+      message to ``issue:<this issue>`` names the displaced issues.
+    """
+    issue = selectors.get_issue(workspace, issue_id)
+    wanted = checked_paths(paths)
+    session = selectors.get_session(workspace, session_id) if session_id is not None else None
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            outcome = _attempt(
+                workspace=workspace, issue=issue, session=session, paths=wanted, force=force
+            )
+        except _Raced:
+            continue
+        if isinstance(outcome, _Refused):
+            raise file_conflict(outcome.conflicts, requested=len(wanted))
+        return outcome
+    # Each retry follows a path that changed hands under us; after a few, the caller
+    # gets the holders as they stand rather than an unbounded wait.
+    current = (
+        FileClaim.objects.filter(workspace=workspace, path__in=wanted, released_at__isnull=True)
+        .exclude(issue=issue)
+        .select_related("agent")
+        .order_by("path")
+    )
+    raise file_conflict([Holder.of(claim) for claim in current], requested=len(wanted))
+
+
+def file_conflict(conflicts: list[Holder], *, requested: int) -> FileConflict:
+    return FileConflict(
+        f"{len(conflicts)} of {requested} paths are claimed by other issues; nothing was claimed.",
+        conflicts=[holder.as_dict() for holder in conflicts],
+    )
+
+
+def _attempt(
+    *,
+    workspace: Workspace,
+    issue: Issue,
+    session: AgentSession | None,
+    paths: list[str],
+    force: bool,
+) -> ClaimedFiles | _Refused:
+    with transaction.atomic():
+        if session is not None and not selectors.is_live(session):
+            raise SessionNotLive(f"Session {session.pk} is not live.")
+        lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
+        kept: list[FileClaim] = []
+        dead: list[FileClaim] = []
+        contested: list[FileClaim] = []
+        for claim in locked_holders(workspace=workspace, paths=paths):
+            if claim.session_id is not None and not claim.holder_live:  # type: ignore[attr-defined]
+                dead.append(claim)
+            elif claim.issue_id == issue.pk:
+                kept.append(claim)
+            else:
+                contested.append(claim)  # live, or session-less: held until forced
+        log_conflicts(
+            workspace=workspace, issue=issue, session=session, holders=contested, forced=force
+        )
+        holders = [Holder.of(claim) for claim in contested]
+        if contested and not force:
+            # Commit the conflict log only: dead holders are left for the next
+            # successful claim, so a refusal changes nothing else (invariant 6).
+            return _Refused(conflicts=holders)
+        for claim in dead:
+            if not release_if_holder_dead(claim, sessionless_is_dead=False):
+                raise _Raced  # revived by a heartbeat since we looked
+        if contested:
+            overridden = release_unreleased(
+                FileClaim.objects.filter(pk__in=[claim.pk for claim in contested]),
+                ReleaseReason.OVERRIDDEN,
+            )
+            if overridden != len(contested):
+                raise _Raced
+            announce_override(workspace=workspace, issue=issue, session=session, holders=holders)
+        kept_paths = {claim.path for claim in kept}
+        fresh = [path for path in paths if path not in kept_paths]
+        new_ids = insert_claims(
+            workspace_id=workspace.pk, issue_id=issue.pk, session=session, paths=fresh
+        )
+        if len(new_ids) != len(fresh):
+            raise _Raced  # a path was taken after our locks: roll back the whole attempt
+        claims = selectors.file_claims(workspace).filter(
+            pk__in=[claim.pk for claim in kept] + new_ids
+        )
+        return ClaimedFiles(
+            claims=list(claims.order_by("path")),
+            reclaimed=[claim.path for claim in dead],
+            overridden=holders,
+        )
+
+
+def log_conflicts(
+    *,
+    workspace: Workspace,
+    issue: Issue,
+    session: AgentSession | None,
+    holders: list[FileClaim],
+    forced: bool,
+) -> None:
+    """One append-only ``claim_conflicts`` row per contested path (invariant 8)."""
+    ClaimConflict.objects.bulk_create(
+        ClaimConflict(
+            workspace=workspace,
+            path=claim.path,
+            rejected_issue=issue,
+            rejected_session=session,
+            rejected_agent_id=session.agent_id if session is not None else None,
+            holding_issue_id=claim.issue_id,
+            holding_session_id=claim.session_id,
+            holding_agent_id=claim.agent_id,
+            forced=forced,
+        )
+        for claim in holders
+    )
+
+
+def announce_override(
+    *, workspace: Workspace, issue: Issue, session: AgentSession | None, holders: list[Holder]
+) -> None:
+    """Tell the claiming issue's readers whose files were taken, by issue."""
+    lost: dict[int, list[str]] = {}
+    for holder in holders:
+        lost.setdefault(holder.issue, []).append(holder.path)
+    parts = [
+        f"issue {displaced} ({len(taken)} path{'s' if len(taken) > 1 else ''}: {', '.join(taken)})"
+        for displaced, taken in sorted(lost.items())
+    ]
+    body = f"Issue {issue.pk} took file claims by force from " + "; ".join(parts) + "."
+    if len(body) > messages.MAX_BODY_CHARS:
+        body = body[: messages.MAX_BODY_CHARS - 1] + "…"
+    messages.record_message(
+        workspace=workspace, scope=messages.issue_scope(issue.pk), body=body, session=session
+    )
+
+
+# --- release ----------------------------------------------------------------------------
+
+
+def release_files(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    paths: Sequence[str] | None = None,
+    session_id: int | None = None,
+) -> list[str]:
+    """Release the issue's claims as ``released``: on ``paths`` (all if None), and
+    only ``session``'s when given. Paths the issue does not hold are ignored."""
+    issue = selectors.get_issue(workspace, issue_id)
+    rows = FileClaim.objects.filter(workspace=workspace, issue=issue)
+    if paths is not None:
+        rows = rows.filter(path__in=checked_paths(paths))
+    if session_id is not None:
+        rows = rows.filter(session=selectors.get_session(workspace, session_id))
+    return release_claims(rows, ReleaseReason.RELEASED)
+
+
+def release_claims(rows: QuerySet[FileClaim], reason: str) -> list[str]:
+    """Release the unreleased ``rows`` with ``reason``; return their paths, sorted.
+
+    The rows are locked in path order first, the order claimers lock them in, so a
+    release and a claim on the same paths wait for each other instead of deadlocking.
+    """
+    with transaction.atomic():
+        locked = list(
+            rows.filter(released_at__isnull=True)
+            .select_for_update()
+            .order_by("path")
+            .values_list("pk", "path")
+        )
+        release_unreleased(FileClaim.objects.filter(pk__in=[pk for pk, _ in locked]), reason)
+    return [path for _, path in locked]
 
 
 def release_session_claims(*, session: AgentSession, reason: str) -> int:
-    return release_unreleased(FileClaim.objects.filter(session=session), reason)
+    return len(release_claims(FileClaim.objects.filter(session=session), reason))
 
 
 def release_issue_claims(*, issue: Issue, reason: str) -> int:
-    return release_unreleased(FileClaim.objects.filter(issue=issue), reason)
+    return len(release_claims(FileClaim.objects.filter(issue=issue), reason))

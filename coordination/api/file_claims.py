@@ -1,0 +1,197 @@
+"""File claims, the claim-conflict log and messages: serializers and thin viewsets."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from coordination import filtersets, selectors
+from coordination.api.serializers import IdField, StrictBooleanField, StrictCharField
+from coordination.api.views import WorkspaceViewSet, parse
+from coordination.models import ClaimConflict, FileClaim, Message
+from coordination.services import file_claims, messages
+
+# --- serializers -----------------------------------------------------------------
+
+
+class PathField(serializers.Field):
+    """A JSON string, passed on as given: the service normalises it, so that every
+    rejected path (empty, control characters, ...) is a 400 that names it."""
+
+    default_error_messages = {"invalid": "A path must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: str) -> str:
+        return value
+
+
+def path_list(**kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(
+        child=PathField(), min_length=1, max_length=file_claims.MAX_PATHS, **kwargs
+    )
+
+
+class FileClaimInput(serializers.Serializer):
+    issue = IdField()
+    paths = path_list()
+    session = IdField(required=False, allow_null=True)
+    force = StrictBooleanField(required=False, default=False)
+
+
+class FileReleaseInput(serializers.Serializer):
+    issue = IdField()
+    paths = path_list(required=False)
+    session = IdField(required=False, allow_null=True)
+
+
+class FileClaimSerializer(serializers.ModelSerializer):
+    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
+
+    class Meta:
+        model = FileClaim
+        fields = [
+            "id",
+            "path",
+            "issue",
+            "session",
+            "agent",
+            "claimed_at",
+            "released_at",
+            "release_reason",
+        ]
+
+
+class HolderSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    issue = serializers.IntegerField()
+    session = serializers.IntegerField(allow_null=True)
+    agent = serializers.CharField(allow_null=True)
+
+
+class ClaimedFilesSerializer(serializers.Serializer):
+    claims = FileClaimSerializer(many=True)
+    reclaimed = serializers.ListField(child=serializers.CharField())
+    overridden = HolderSerializer(many=True)
+
+
+class ReleasedFilesSerializer(serializers.Serializer):
+    released = serializers.ListField(child=serializers.CharField())
+
+
+class ClaimConflictSerializer(serializers.ModelSerializer):
+    rejected_agent = serializers.CharField(
+        source="rejected_agent.name", read_only=True, allow_null=True
+    )
+    holding_agent = serializers.CharField(
+        source="holding_agent.name", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = ClaimConflict
+        fields = [
+            "id",
+            "path",
+            "rejected_issue",
+            "rejected_session",
+            "rejected_agent",
+            "holding_issue",
+            "holding_session",
+            "holding_agent",
+            "forced",
+            "occurred_at",
+        ]
+
+
+class MessageInput(serializers.Serializer):
+    scope = StrictCharField(max_length=200)
+    # Length and content are checked by the service, for every caller alike.
+    body = StrictCharField(trim_whitespace=False)
+    session = IdField(required=False, allow_null=True)
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Message
+        fields = ["id", "scope", "body", "session", "agent", "created_at"]
+
+
+# --- viewsets ----------------------------------------------------------------------
+
+
+class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
+    queryset = FileClaim.objects.none()  # the model, for the schema; rows come from get_queryset
+    serializer_class = FileClaimSerializer
+    filterset_class = filtersets.FileClaimFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.file_claims(self.workspace)
+
+    @extend_schema(
+        request=FileClaimInput,
+        responses={
+            201: ClaimedFilesSerializer,
+            409: OpenApiResponse(description="file_conflict (+conflicts), session_not_live"),
+        },
+    )
+    def create(self, request: Request) -> Response:
+        data = parse(FileClaimInput, request)
+        claimed = file_claims.claim_files(
+            workspace=self.workspace,
+            issue_id=data["issue"],
+            paths=data["paths"],
+            session_id=data.get("session"),
+            force=data["force"],
+        )
+        body = ClaimedFilesSerializer(claimed).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=FileReleaseInput, responses=ReleasedFilesSerializer)
+    @action(detail=False, methods=["post"])
+    def release(self, request: Request) -> Response:
+        data = parse(FileReleaseInput, request)
+        released = file_claims.release_files(
+            workspace=self.workspace,
+            issue_id=data["issue"],
+            paths=data.get("paths"),
+            session_id=data.get("session"),
+        )
+        return Response(ReleasedFilesSerializer({"released": released}).data)
+
+
+class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    queryset = ClaimConflict.objects.none()  # the model, for the schema; rows via get_queryset
+    serializer_class = ClaimConflictSerializer
+    filterset_class = filtersets.ClaimConflictFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.claim_conflicts(self.workspace)
+
+
+class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
+    queryset = Message.objects.none()  # the model, for the schema; rows come from get_queryset
+    serializer_class = MessageSerializer
+    filterset_class = filtersets.MessageFilter
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.messages(self.workspace)
+
+    @extend_schema(request=MessageInput, responses={201: MessageSerializer})
+    def create(self, request: Request) -> Response:
+        data = parse(MessageInput, request)
+        message = messages.post_message(
+            workspace=self.workspace,
+            scope=data["scope"],
+            body=data["body"],
+            session_id=data.get("session"),
+        )
+        return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

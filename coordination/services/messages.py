@@ -1,0 +1,84 @@
+"""Messages: posts to a scope of the workspace (``issue:<id>``, ``agent:<name>``,
+``project:<key>``). A scope must name something that exists, so a typo is a 400
+instead of a post nobody will ever read."""
+
+import re
+
+from coordination import selectors
+from coordination.errors import InvalidInput, NotFound
+from coordination.models import AgentSession, Message, Workspace
+
+MAX_BODY_CHARS = 10_000
+SCOPE_KINDS = ("issue", "agent", "project")
+# Canonical ids only (no sign, no leading zero), so one issue has one scope string
+# and ``?scope=`` finds every post to it; 18 digits keep it within bigint.
+ISSUE_ID = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def issue_scope(issue_id: int) -> str:
+    return f"issue:{issue_id}"
+
+
+def check_scope(*, workspace: Workspace, scope: str) -> str:
+    """Return ``scope`` if it names a kind Projektor knows and a target that exists
+    in the workspace; any other scope is ``InvalidInput`` (400)."""
+    kind, colon, target = scope.partition(":")
+    if not colon or kind not in SCOPE_KINDS or not target:
+        raise InvalidInput(
+            f"Scope {scope!r} is not one of issue:<id>, agent:<name>, project:<key>.",
+            field="scope",
+        )
+    if kind == "issue":
+        if not ISSUE_ID.fullmatch(target):
+            raise InvalidInput(f"Scope {scope!r} does not name an issue id.", field="scope")
+        try:
+            selectors.get_issue(workspace, int(target))
+        except NotFound:  # a body's reference, not the URL's object: 400
+            raise InvalidInput(f"Issue {target} does not exist.", field="scope") from None
+    elif kind == "agent":
+        selectors.get_agent(workspace, target)
+    else:
+        selectors.get_project(workspace, target)
+    return scope
+
+
+def check_body(body: str) -> str:
+    if not 1 <= len(body) <= MAX_BODY_CHARS:
+        raise InvalidInput(
+            f"A message body has 1 to {MAX_BODY_CHARS} characters, not {len(body)}.",
+            field="body",
+        )
+    if "\x00" in body:  # PostgreSQL text cannot hold it; refuse on both backends alike
+        raise InvalidInput("A message body cannot contain U+0000.", field="body")
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("A message body must be valid Unicode text.", field="body") from None
+    return body
+
+
+def post_message(
+    *, workspace: Workspace, scope: str, body: str, session_id: int | None = None
+) -> Message:
+    """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given."""
+    session = selectors.get_session(workspace, session_id) if session_id is not None else None
+    return record_message(
+        workspace=workspace,
+        scope=check_scope(workspace=workspace, scope=scope),
+        body=check_body(body),
+        session=session,
+    )
+
+
+def record_message(
+    *, workspace: Workspace, scope: str, body: str, session: AgentSession | None
+) -> Message:
+    """Write a post whose scope and body the caller has already checked."""
+    message = Message.objects.create(
+        workspace=workspace,
+        scope=scope,
+        body=body,
+        session=session,
+        agent_id=session.agent_id if session is not None else None,
+    )
+    return selectors.messages(workspace).get(pk=message.pk)
