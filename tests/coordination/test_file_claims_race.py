@@ -1,0 +1,186 @@
+"""File-claim races on PostgreSQL: real threads, each with its own connection and session.
+
+They prove invariant 5 under READ COMMITTED: overlapping all-or-nothing claims never
+leave a path held twice nor a request half-claimed, and a claim racing a release
+(closing an issue, ending a session) neither deadlocks nor errors.
+"""
+
+import random
+
+import pytest
+
+from coordination.errors import FileConflict, SessionNotLive
+from coordination.liveness import DbNow
+from coordination.models import AgentSession, ClaimConflict, FileClaim, Issue, ReleaseReason
+from coordination.services import agents, file_claims, workflow
+from coordination.services.common import release_unreleased
+from tests.conftest import run_in_threads
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+THREADS = 32
+POOL = [f"src/module_{n:02d}.py" for n in range(40)]
+SET_SIZE = 10
+
+
+def claim(workspace, issue_id, session_id, paths, force=False):
+    return file_claims.claim_files(
+        workspace=workspace, issue_id=issue_id, paths=paths, session_id=session_id, force=force
+    )
+
+
+def fresh_issues(project, count, round_number):
+    return Issue.objects.bulk_create(
+        Issue(workspace=project.workspace, project=project, title=f"r{round_number}-{n}")
+        for n in range(count)
+    )
+
+
+def keep_alive():
+    AgentSession.objects.filter(status="active").update(last_heartbeat_at=DbNow())
+
+
+def release_everything():
+    release_unreleased(FileClaim.objects.all(), ReleaseReason.RELEASED)
+
+
+def assert_no_path_held_twice():
+    held = FileClaim.objects.filter(released_at__isnull=True)
+    assert held.count() == len(set(held.values_list("path", flat=True)))
+
+
+def test_overlapping_claims_are_all_or_nothing_and_never_double_held(
+    workspace, project, make_session
+):
+    rng = random.Random(5)
+    sessions = [make_session(f"agent-{n}") for n in range(THREADS)]
+    accepted_total = rejected_total = 0
+    for round_number in range(50):
+        keep_alive()
+        issues = fresh_issues(project, THREADS, round_number)
+        requests = [rng.sample(POOL, SET_SIZE) for _ in range(THREADS)]
+
+        results = run_in_threads(
+            claim,
+            [
+                (workspace, i.pk, s.pk, p)
+                for i, s, p in zip(issues, sessions, requests, strict=True)
+            ],
+        )
+
+        unexpected = [
+            r for r in results if isinstance(r, Exception) and not isinstance(r, FileConflict)
+        ]
+        assert unexpected == [], f"round {round_number}: {unexpected}"
+        accepted = [n for n, r in enumerate(results) if not isinstance(r, Exception)]
+        rejected = [n for n, r in enumerate(results) if isinstance(r, FileConflict)]
+        assert accepted, f"round {round_number}: the first committer cannot be refused"
+        winners = {issues[n].pk for n in accepted}
+        held = dict(FileClaim.objects.filter(released_at__isnull=True).values_list("path", "issue"))
+        assert_no_path_held_twice()
+        for n in accepted:
+            # Complete: every requested path, and only those, is held by this issue.
+            mine = {path for path, issue_id in held.items() if issue_id == issues[n].pk}
+            assert mine == set(requests[n]), f"round {round_number}"
+            assert sorted(c.path for c in results[n].claims) == sorted(requests[n])
+        assert len(held) == SET_SIZE * len(accepted)
+        for n in rejected:
+            # Nothing claimed, not even briefly committed, and every holder it named
+            # is a winner of this round that holds the path still.
+            assert not FileClaim.objects.filter(issue=issues[n]).exists()
+            conflicts = results[n].extra["conflicts"]
+            assert conflicts and {c["path"] for c in conflicts} <= set(requests[n])
+            assert all(held[c["path"]] == c["issue"] and c["issue"] in winners for c in conflicts)
+            logged = ClaimConflict.objects.filter(rejected_issue=issues[n], forced=False)
+            assert sorted(logged.values_list("path", flat=True)) == sorted(
+                c["path"] for c in conflicts
+            )
+        assert not ClaimConflict.objects.filter(rejected_issue__in=winners).exists()
+        accepted_total += len(accepted)
+        rejected_total += len(rejected)
+        release_everything()
+    assert accepted_total + rejected_total == 50 * THREADS
+    assert rejected_total > 0, "the sets overlap: some requests must have been refused"
+
+
+def test_concurrent_forced_claims_each_claim_a_complete_set(workspace, project, make_session):
+    rng = random.Random(7)
+    sessions = [make_session(f"forcer-{n}") for n in range(16)]
+    for round_number in range(10):
+        keep_alive()
+        issues = fresh_issues(project, len(sessions), round_number)
+        requests = [rng.sample(POOL, SET_SIZE) for _ in sessions]
+
+        results = run_in_threads(
+            claim,
+            [
+                (workspace, i.pk, s.pk, p, True)
+                for i, s, p in zip(issues, sessions, requests, strict=True)
+            ],
+        )
+
+        assert [r for r in results if isinstance(r, Exception)] == []
+        assert_no_path_held_twice()
+        for issue, paths in zip(issues, requests, strict=True):
+            assert sorted(FileClaim.objects.filter(issue=issue).values_list("path", flat=True)) == (
+                sorted(paths)
+            )
+        held = dict(FileClaim.objects.filter(released_at__isnull=True).values_list("path", "issue"))
+        assert set(held) == set().union(*requests)
+        requesters = {
+            path: {i.pk for i, p in zip(issues, requests, strict=True) if path in p}
+            for path in held
+        }
+        assert all(held[path] in requesters[path] for path in held)
+        overridden = sum(len(r.overridden) for r in results)
+        round_rows = FileClaim.objects.filter(issue__in=issues)
+        assert round_rows.filter(release_reason=ReleaseReason.OVERRIDDEN).count() == overridden
+        assert ClaimConflict.objects.filter(rejected_issue__in=issues, forced=True).count() == (
+            overridden
+        )
+        release_everything()
+
+
+def test_claims_racing_closes_and_session_ends_neither_deadlock_nor_error(
+    workspace, project, make_session
+):
+    """Closing an issue locks the issue, then its claims; a claimer must not hold a
+    claim row while waiting for that issue, or PostgreSQL would abort one of them."""
+    rng = random.Random(11)
+    for round_number in range(10):
+        holders = [make_session(f"holder-{round_number}-{n}") for n in range(8)]
+        claimers = [make_session(f"claimer-{round_number}-{n}") for n in range(16)]
+        held_issues = fresh_issues(project, len(holders), round_number)
+        for n, (issue, session) in enumerate(zip(held_issues, holders, strict=True)):
+            claim(workspace, issue.pk, session.pk, POOL[n * 5 : n * 5 + 5])
+        claim_issues = fresh_issues(project, len(claimers), round_number)
+
+        def close(issue_id):
+            return workflow.transition_issue(
+                workspace=workspace, issue_id=issue_id, to="cancelled", by_human=False
+            )
+
+        def end(session_id):
+            return agents.end_session(workspace=workspace, session_id=session_id)
+
+        def work(kind, *args):
+            return {"close": close, "end": end, "claim": claim}[kind](*args)
+
+        jobs = [("close", i.pk) for i in held_issues[:4]]
+        jobs += [("end", s.pk) for s in holders[4:]]
+        jobs += [
+            ("claim", workspace, i.pk, s.pk, rng.sample(POOL, SET_SIZE), n % 2 == 0)
+            for n, (i, s) in enumerate(zip(claim_issues, claimers, strict=True))
+        ]
+        rng.shuffle(jobs)
+
+        results = run_in_threads(work, jobs)
+
+        errors = [r for r in results if isinstance(r, Exception)]
+        assert [e for e in errors if not isinstance(e, FileConflict | SessionNotLive)] == []
+        assert_no_path_held_twice()
+        closed_or_ended = FileClaim.objects.filter(released_at__isnull=True).filter(
+            issue__in=held_issues[:4]
+        ) | FileClaim.objects.filter(released_at__isnull=True, session__in=holders[4:])
+        assert not closed_or_ended.exists()
+        release_everything()
