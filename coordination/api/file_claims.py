@@ -3,7 +3,8 @@
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -18,6 +19,7 @@ from coordination.services import file_claims, messages
 # --- serializers -----------------------------------------------------------------
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class PathField(serializers.Field):
     """A JSON string, passed on as given: the service normalises it, so that every
     rejected path (empty, control characters, ...) is a 400 that names it."""
