@@ -101,6 +101,8 @@ class _Raced(Exception):
 
 def checked_paths(paths: Sequence[str]) -> list[str]:
     """1-100 entries, each normalised; sorted and without duplicates (invariant 6)."""
+    if isinstance(paths, str):  # a str is a Sequence[str] too: one path, not its letters
+        raise InvalidInput("Give the paths as a list of strings.", field="paths")
     if not 1 <= len(paths) <= MAX_PATHS:
         raise InvalidInput(
             f"Give 1 to {MAX_PATHS} paths, not {len(paths)}.", field="paths", count=len(paths)
@@ -236,12 +238,20 @@ def claim_files(
         .select_related("agent")
         .order_by("path")
     )
-    raise file_conflict([Holder.of(claim) for claim in current], requested=len(wanted))
+    raise file_conflict(
+        [Holder.of(claim) for claim in current],
+        requested=len(wanted),
+        detail="The paths changed hands while they were claimed; nothing was claimed. Retry.",
+    )
 
 
-def file_conflict(conflicts: list[Holder], *, requested: int) -> FileConflict:
+def file_conflict(
+    conflicts: list[Holder], *, requested: int, detail: str | None = None
+) -> FileConflict:
     return FileConflict(
-        f"{len(conflicts)} of {requested} paths are claimed by other issues; nothing was claimed.",
+        detail
+        or f"{len(conflicts)} of {requested} paths are claimed by other issues; "
+        "nothing was claimed.",
         conflicts=[holder.as_dict() for holder in conflicts],
     )
 

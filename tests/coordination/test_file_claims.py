@@ -330,9 +330,16 @@ def test_a_race_lost_on_every_attempt_is_a_conflict_and_claims_nothing(
 ):
     monkeypatch.setattr(file_claims, "insert_claims", lambda **kwargs: [])
 
-    with pytest.raises(FileConflict):
+    with pytest.raises(FileConflict) as caught:
         claim(issue, ["a.py", "b.py"], make_session("me"))
 
+    assert "Retry" in caught.value.detail and caught.value.extra["conflicts"] == []
+    assert not FileClaim.objects.exists()
+
+
+def test_a_string_is_not_a_list_of_paths(claim, issue):
+    with pytest.raises(InvalidInput):
+        claim(issue, "a.py")
     assert not FileClaim.objects.exists()
 
 
