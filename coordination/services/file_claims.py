@@ -39,7 +39,7 @@ from django.db import connection, transaction
 from django.db.models import Case, QuerySet, When
 
 from coordination import selectors
-from coordination.errors import FileConflict, InvalidInput, SessionNotLive
+from coordination.errors import FileConflict, InvalidInput, InvalidTransition, SessionNotLive
 from coordination.liveness import db_now_sql, live_q
 from coordination.models import (
     AgentSession,
@@ -268,6 +268,11 @@ def _attempt(
         if session is not None and not selectors.is_live(session):
             raise SessionNotLive(f"Session {session.pk} is not live.")
         lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
+        # Read under the issue lock: closing releases the issue's claims, so a claim
+        # admitted after it would outlive the close and block others until forced.
+        status = Issue.objects.values_list("status", flat=True).get(pk=issue.pk)
+        if status in Issue.CLOSED_STATUSES:
+            raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to claim files.")
         kept: list[FileClaim] = []
         dead: list[FileClaim] = []
         contested: list[FileClaim] = []

@@ -2,7 +2,13 @@
 
 import pytest
 
-from coordination.errors import FileConflict, InvalidInput, NotFound, SessionNotLive
+from coordination.errors import (
+    FileConflict,
+    InvalidInput,
+    InvalidTransition,
+    NotFound,
+    SessionNotLive,
+)
 from coordination.models import (
     AgentSession,
     ClaimConflict,
@@ -131,6 +137,17 @@ def test_a_claimer_whose_session_is_not_live_is_refused(claim, issue, make_sessi
             claim(issue, ["a.py"], session)
 
     assert not FileClaim.objects.exists() and not ClaimConflict.objects.exists()
+
+
+def test_a_closed_issue_cannot_claim_files(claim, workspace, issue, make_session):
+    workflow.transition_issue(
+        workspace=workspace, issue_id=issue.pk, to="cancelled", by_human=False
+    )
+
+    with pytest.raises(InvalidTransition):
+        claim(issue, ["a.py"], make_session())
+
+    assert not FileClaim.objects.exists()
 
 
 # --- conflicts -----------------------------------------------------------------------------

@@ -152,6 +152,13 @@ def test_a_claimer_that_is_not_live_gets_409(api, issue, make_session):
     assert not FileClaim.objects.exists()
 
 
+def test_a_closed_issue_gets_409_invalid_transition(api, issue):
+    assert post(api, f"/issues/{issue.pk}/transition/", {"to": "cancelled"}).status_code == 200
+    response = post(api, "/file-claims/", {"issue": issue.pk, "paths": ["a.py"]})
+    assert_error(response, 409, "invalid_transition")
+    assert not FileClaim.objects.exists()
+
+
 def test_101_paths_is_400_and_nothing_is_claimed(api, issue):
     paths = [f"f{n}.py" for n in range(101)]
     assert_error(post(api, "/file-claims/", {"issue": issue.pk, "paths": paths}), 400, "invalid")
