@@ -3,10 +3,41 @@
 from typing import Any
 
 import django_filters as filters
-from django.db.models import Exists, OuterRef, QuerySet
+from django import forms
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Left
 
 from coordination.api.serializers import MAX_ID
-from coordination.models import AgentSession, Issue, IssueLease, Run, WipCapDenial
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    FileClaim,
+    Issue,
+    IssueLease,
+    Message,
+    ReleaseReason,
+    Run,
+    WipCapDenial,
+)
+from coordination.paths import normalise_path
+
+
+class StrictBooleanField(forms.Field):
+    """``true``/``false`` (or absent); anything else is a 400, not a silently
+    ignored filter (a select widget would turn ``maybe`` into "no filter")."""
+
+    VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+    def to_python(self, value: Any) -> bool | None:
+        if value in (None, ""):
+            return None
+        if isinstance(value, str) and value.lower() in self.VALUES:
+            return self.VALUES[value.lower()]
+        raise forms.ValidationError("Use true or false.", code="invalid")
+
+
+class BooleanFilter(filters.BooleanFilter):
+    field_class = StrictBooleanField
 
 
 def id_filter(field_name: str) -> filters.NumberFilter:
@@ -15,7 +46,7 @@ def id_filter(field_name: str) -> filters.NumberFilter:
 
 
 class SessionFilter(filters.FilterSet):
-    live = filters.BooleanFilter(field_name="is_live")
+    live = BooleanFilter(field_name="is_live")
     agent = filters.CharFilter(field_name="agent__name")
     role = filters.CharFilter(field_name="agent__role")
 
@@ -27,7 +58,7 @@ class SessionFilter(filters.FilterSet):
 class IssueFilter(filters.FilterSet):
     project = filters.CharFilter(field_name="project__key")
     status = filters.ChoiceFilter(choices=Issue.Status.choices)
-    leased = filters.BooleanFilter(method="filter_leased")
+    leased = BooleanFilter(method="filter_leased")
 
     class Meta:
         model = Issue
@@ -40,7 +71,7 @@ class IssueFilter(filters.FilterSet):
 
 
 class LeaseFilter(filters.FilterSet):
-    active = filters.BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    active = BooleanFilter(field_name="released_at", lookup_expr="isnull")
     project = filters.CharFilter(field_name="issue__project__key")
     session = id_filter("session")
     issue = id_filter("issue")
@@ -74,12 +105,6 @@ class RunFilter(filters.FilterSet):
 
 # --- file claims, the contention log, messages -----------------------------------
 
-from django.db.models import Q  # noqa: E402
-from django.db.models.functions import Left  # noqa: E402
-
-from coordination.models import ClaimConflict, FileClaim, Message, ReleaseReason  # noqa: E402
-from coordination.paths import normalise_path  # noqa: E402
-
 
 def under_prefix(queryset: QuerySet[Any], field: str, raw: str) -> QuerySet[Any]:
     """Paths equal to the normalised prefix or below it, by whole segments (``src``
@@ -105,7 +130,7 @@ class PathFilterSet(filters.FilterSet):
 
 
 class FileClaimFilter(PathFilterSet):
-    active = filters.BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    active = BooleanFilter(field_name="released_at", lookup_expr="isnull")
     issue = id_filter("issue")
     session = id_filter("session")
     release_reason = filters.ChoiceFilter(choices=ReleaseReason.choices)
@@ -118,7 +143,7 @@ class FileClaimFilter(PathFilterSet):
 class ClaimConflictFilter(PathFilterSet):
     since = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
     until = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
-    forced = filters.BooleanFilter()
+    forced = BooleanFilter()
     # Either side of the conflict: the issue that was refused or the one that held.
     issue = filters.NumberFilter(method="filter_issue", min_value=1, max_value=MAX_ID)
 

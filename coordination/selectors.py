@@ -9,8 +9,11 @@ from coordination.models import (
     Agent,
     AgentSession,
     AgentSessionQuerySet,
+    ClaimConflict,
+    FileClaim,
     Issue,
     IssueLease,
+    Message,
     Project,
     Run,
     WipCapDenial,
@@ -69,8 +72,9 @@ def projects(workspace: Workspace) -> QuerySet[Project]:
 
 def get_issue(workspace: Workspace, issue_id: int, *, for_update: bool = False) -> Issue:
     rows = Issue.objects.filter(workspace=workspace, pk=issue_id)
-    if for_update:  # callers that read-modify-write the issue inside a transaction
-        rows = rows.select_for_update(of=("self",))
+    if for_update:  # read-modify-write inside a transaction; NO KEY lets rows that
+        # point at the issue (claims, leases) pass their foreign-key checks.
+        rows = rows.select_for_update(of=("self",), no_key=True)
     issue = rows.select_related("project").first()
     if issue is None:
         raise NotFound(f"Issue {issue_id} does not exist.")
@@ -131,8 +135,6 @@ def get_run(workspace: Workspace, run_id: int) -> Run:
 
 
 # --- file claims, the contention log, messages -----------------------------------
-
-from coordination.models import ClaimConflict, FileClaim, Message  # noqa: E402
 
 
 def file_claims(workspace: Workspace) -> QuerySet[FileClaim]:

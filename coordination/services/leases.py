@@ -40,12 +40,16 @@ def lock_project(project_id: int) -> None:
     """Serialise admission per project for the rest of the transaction (invariant 3).
 
     Under READ COMMITTED, two claimers would each count ``cap - 1`` live leases and
-    both insert, so PostgreSQL takes the project's row lock first. SQLite needs no
+    both insert, so PostgreSQL takes the project's row lock first. NO KEY UPDATE
+    conflicts with itself (claimers queue) but not with the foreign-key checks of
+    rows that merely point at the project (new issues, denials). SQLite needs no
     statement: ``BEGIN IMMEDIATE`` already made this transaction the only writer.
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id FROM {PROJECT} WHERE id = %s FOR UPDATE", [project_id])
+            cursor.execute(
+                f"SELECT id FROM {PROJECT} WHERE id = %s FOR NO KEY UPDATE", [project_id]
+            )
 
 
 def insert_lease_within_cap(

@@ -511,3 +511,10 @@ def test_listing_issues_takes_a_fixed_number_of_queries(
     with django_assert_max_num_queries(5):
         response = api.get(f"{V1}/issues/")
     assert response.json()["count"] == 13
+
+
+@pytest.mark.parametrize(
+    "url", ["/sessions/?live=maybe", "/issues/?leased=yes", "/leases/?active=2"]
+)
+def test_a_boolean_filter_with_another_value_is_400(api, url):
+    assert_error(api.get(f"{V1}{url}"), 400, "invalid")
