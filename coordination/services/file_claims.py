@@ -12,10 +12,10 @@ attempt that
 
 1. (PostgreSQL) takes a transaction-scoped advisory lock per requested path, in
    one global order, so two claimers of overlapping sets queue path by path instead
-   of interleaving; then a ``FOR KEY SHARE`` lock on the claiming and the holding
+   of interleaving; then a ``FOR SHARE`` lock on the claiming and the holding
    issues, so that closing one of those issues (which locks the issue, then its
-   claims) waits for us before we hold any claim row, rather than deadlocking with
-   our commit-time foreign-key checks;
+   claims) and this claim are ordered: no claim is admitted on an issue whose close
+   is committing, and neither waits on the other in a cycle;
 2. locks the unreleased rows of the requested paths ``FOR UPDATE`` in path order
    (releases lock rows in path order too), so what it classifies stays true until
    it commits;
@@ -125,9 +125,10 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
 
     Advisory locks are taken in ascending key order, so claimers of overlapping sets
     never wait on each other in a cycle; an insert can then only meet a row the
-    claimer already saw. The issues are locked ``FOR KEY SHARE`` (compatible with
-    other claimers) so an issue being closed is waited for before any claim row is
-    held. SQLite needs neither: ``BEGIN IMMEDIATE`` made this the only writer.
+    claimer already saw. The claiming and holding issues are locked ``FOR SHARE``:
+    compatible with other claimers, but it waits for (or holds off) a transition,
+    which locks the issue ``FOR NO KEY UPDATE`` before releasing its claims, so a
+    claim can never be admitted on an issue whose close is committing. SQLite needs neither: ``BEGIN IMMEDIATE`` made this the only writer.
     """
     if connection.vendor != "postgresql":
         return
@@ -148,7 +149,7 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
                                     WHERE workspace_id = %s AND released_at IS NULL
                                       AND path = ANY(%s))
             ORDER BY id
-            FOR KEY SHARE
+            FOR SHARE
             """,
             [issue_id, workspace_id, paths],
         )

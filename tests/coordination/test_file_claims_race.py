@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from coordination.errors import FileConflict, SessionNotLive
+from coordination.errors import FileConflict, InvalidTransition, SessionNotLive
 from coordination.liveness import DbNow
 from coordination.models import AgentSession, ClaimConflict, FileClaim, Issue, ReleaseReason
 from coordination.services import agents, file_claims, workflow
@@ -183,4 +183,36 @@ def test_claims_racing_closes_and_session_ends_neither_deadlock_nor_error(
             issue__in=held_issues[:4]
         ) | FileClaim.objects.filter(released_at__isnull=True, session__in=holders[4:])
         assert not closed_or_ended.exists()
+        release_everything()
+
+
+def test_a_claim_racing_the_close_of_its_own_issue_never_outlives_it(
+    workspace, project, make_session
+):
+    """Closing releases the issue's claims; a claim admitted while the close commits
+    would be missed by that release and hold its paths until forced."""
+    def close(issue_id):
+        return workflow.transition_issue(
+            workspace=workspace, issue_id=issue_id, to="cancelled", by_human=False
+        )
+
+    def work(kind, *args):
+        return close(*args) if kind == "close" else claim(*args)
+
+    for round_number in range(20):
+        issues = fresh_issues(project, 8, round_number)
+        sessions = [make_session(f"c-{round_number}-{n}") for n in range(8)]
+        jobs = [("close", issue.pk) for issue in issues]
+        jobs += [
+            ("claim", workspace, issue.pk, session.pk, POOL[n * 5 : n * 5 + 5])
+            for n, (issue, session) in enumerate(zip(issues, sessions, strict=True))
+        ]
+
+        results = run_in_threads(work, jobs)
+
+        errors = [r for r in results if isinstance(r, Exception)]
+        assert [e for e in errors if not isinstance(e, InvalidTransition)] == []
+        assert not FileClaim.objects.filter(
+            released_at__isnull=True, issue__status="cancelled"
+        ).exists(), f"round {round_number}"
         release_everything()
