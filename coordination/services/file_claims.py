@@ -128,7 +128,8 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
     claimer already saw. The claiming and holding issues are locked ``FOR SHARE``:
     compatible with other claimers, but it waits for (or holds off) a transition,
     which locks the issue ``FOR NO KEY UPDATE`` before releasing its claims, so a
-    claim can never be admitted on an issue whose close is committing. SQLite needs neither: ``BEGIN IMMEDIATE`` made this the only writer.
+    claim can never be admitted on an issue whose close is committing. SQLite needs
+    neither: ``BEGIN IMMEDIATE`` made this the only writer.
     """
     if connection.vendor != "postgresql":
         return

@@ -52,6 +52,20 @@ def lock_project(project_id: int) -> None:
             )
 
 
+def share_lock_issue(issue_id: int) -> str:
+    """The issue's status, read under a share lock on PostgreSQL.
+
+    Closing an issue locks it ``FOR NO KEY UPDATE`` and then releases its lease; the
+    share lock orders this claim against such a close, so a lease can never be
+    admitted on an issue whose close is committing (it would outlive the close).
+    """
+    lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s{lock}", [issue_id])
+        (status,) = cursor.fetchone()
+    return str(status)
+
+
 def insert_lease_within_cap(
     *, workspace_id: int, issue: Issue, session: AgentSession, limit: int
 ) -> int | None:
@@ -96,10 +110,11 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
     """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
-    if issue.status in Issue.CLOSED_STATUSES:
-        raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
     with transaction.atomic():
         lock_project(issue.project_id)
+        status = share_lock_issue(issue.pk)
+        if status in Issue.CLOSED_STATUSES:
+            raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to work on it.")
         if not selectors.is_live(session):
             raise SessionNotLive(f"Session {session.pk} is not live.")
         current = (

@@ -6,9 +6,9 @@ not serialised per project would let several claimers in at once.
 
 import pytest
 
-from coordination.errors import LeaseHeld, WipLimitReached
+from coordination.errors import InvalidTransition, LeaseHeld, WipLimitReached
 from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
-from coordination.services import leases
+from coordination.services import leases, workflow
 from tests.conftest import expire, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -76,4 +76,35 @@ def test_two_claimers_race_to_reclaim_a_dead_holders_lease(workspace, issue, mak
         # Clear the field for the next repetition.
         IssueLease.objects.filter(issue=issue, released_at__isnull=True).update(
             released_at=old.released_at, release_reason=ReleaseReason.RELEASED
+        )
+
+
+def test_a_claim_racing_the_close_of_its_issue_never_outlives_it(
+    workspace, project, make_issue, make_session
+):
+    """Closing releases the lease; a lease admitted while the close commits would be
+    missed by that release and keep a closed issue leased."""
+    project.agent_wip_limit = 100
+    project.save()
+
+    def close(issue_id):
+        return workflow.transition_issue(
+            workspace=workspace, issue_id=issue_id, to="cancelled", by_human=False
+        )
+
+    def work(kind, issue_id, session_id=None):
+        return close(issue_id) if kind == "close" else claim(workspace, issue_id, session_id)
+
+    for round_number in range(20):
+        issues = [make_issue() for _ in range(8)]
+        sessions = [make_session(f"c-{round_number}-{n}") for n in range(8)]
+        jobs = [("close", issue.pk) for issue in issues]
+        jobs += [("claim", i.pk, s.pk) for i, s in zip(issues, sessions, strict=True)]
+
+        results = run_in_threads(work, jobs)
+
+        errors = [r for r in results if isinstance(r, Exception)]
+        assert [e for e in errors if not isinstance(e, InvalidTransition)] == []
+        assert not IssueLease.objects.unreleased().filter(issue__status="cancelled").exists(), (
+            f"round {round_number}"
         )
