@@ -17,23 +17,10 @@ from coordination.models import (
     Worktree,
 )
 from coordination.services import leases
+from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire, make_client
 
 pytestmark = pytest.mark.django_db
-
-V1 = "/api/v1"
-
-
-def post(client, url, body=None):
-    return client.post(f"{V1}{url}", body if body is not None else {}, format="json")
-
-
-def assert_error(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["code"] == code and body["detail"]
-    return body
 
 
 # --- auth --------------------------------------------------------------------

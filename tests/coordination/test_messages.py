@@ -7,27 +7,19 @@ import pytest
 from coordination.errors import InvalidInput
 from coordination.models import Message, Project
 from coordination.services import messages
+from tests.api_helpers import V1, assert_error, post
 
 pytestmark = pytest.mark.django_db
 
-V1 = "/api/v1"
 
-
-def post(client, body):
-    return client.post(f"{V1}/messages/", body, format="json")
-
-
-def assert_error(response, status, code):
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert body["code"] == code and body["detail"]
-    return body
+def post_message(client, body):
+    return post(client, "/messages/", body)
 
 
 def test_post_to_each_scope_kind(api, project, issue, make_session):
     session = make_session("writer")
     for scope in (f"issue:{issue.pk}", "agent:writer", f"project:{project.key}"):
-        response = post(
+        response = post_message(
             api, {"scope": scope, "body": "Taking src/a.py next.", "session": session.pk}
         )
         assert response.status_code == 201, response.content
@@ -46,7 +38,7 @@ def test_post_to_each_scope_kind(api, project, issue, make_session):
 
 
 def test_post_without_a_session_is_unsigned(api, issue):
-    response = post(api, {"scope": f"issue:{issue.pk}", "body": "From the operator."})
+    response = post_message(api, {"scope": f"issue:{issue.pk}", "body": "From the operator."})
     assert response.status_code == 201, response.content
     assert response.json()["session"] is None and response.json()["agent"] is None
     assert Message.objects.get().agent_id is None
@@ -54,7 +46,7 @@ def test_post_without_a_session_is_unsigned(api, issue):
 
 def test_an_agent_name_may_contain_a_colon(api, make_session):
     make_session("team:alpha")
-    assert post(api, {"scope": "agent:team:alpha", "body": "hi"}).status_code == 201
+    assert post_message(api, {"scope": "agent:team:alpha", "body": "hi"}).status_code == 201
     assert Message.objects.get().scope == "agent:team:alpha"
 
 
@@ -78,7 +70,7 @@ def test_an_agent_name_may_contain_a_colon(api, make_session):
 )
 def test_a_bad_scope_or_an_unknown_target_is_400(api, issue, make_session, scope):
     make_session("somebody")
-    assert_error(post(api, {"scope": scope, "body": "hello"}), 400, "invalid")
+    assert_error(post_message(api, {"scope": scope, "body": "hello"}), 400, "invalid")
     assert not Message.objects.exists()
 
 
@@ -97,13 +89,13 @@ def test_a_bad_scope_or_an_unknown_target_is_400(api, issue, make_session, scope
     ],
 )
 def test_bad_message_bodies_are_400(api, issue, body):
-    assert_error(post(api, {"scope": f"issue:{issue.pk}", **body}), 400, "invalid")
+    assert_error(post_message(api, {"scope": f"issue:{issue.pk}", **body}), 400, "invalid")
     assert not Message.objects.exists()
 
 
 def test_body_bounds_are_1_and_10000_characters(api, issue):
     for text in ("x", "é" * 10_000, "  padded  "):
-        response = post(api, {"scope": f"issue:{issue.pk}", "body": text})
+        response = post_message(api, {"scope": f"issue:{issue.pk}", "body": text})
         assert response.status_code == 201, response.content
     assert sorted(len(b) for b in Message.objects.values_list("body", flat=True)) == [
         1,
@@ -131,9 +123,9 @@ def test_a_body_that_is_not_unicode_text_is_400_not_500(api, issue):
 
 def test_list_filters_by_scope_and_since(api, make_issue):
     first, second = make_issue(), make_issue()
-    post(api, {"scope": f"issue:{first.pk}", "body": "one"})
-    post(api, {"scope": f"issue:{second.pk}", "body": "two"})
-    post(api, {"scope": f"issue:{first.pk}", "body": "three"})
+    post_message(api, {"scope": f"issue:{first.pk}", "body": "one"})
+    post_message(api, {"scope": f"issue:{second.pk}", "body": "two"})
+    post_message(api, {"scope": f"issue:{first.pk}", "body": "three"})
 
     def bodies(query):
         response = api.get(f"{V1}/messages/{query}")
@@ -154,14 +146,14 @@ def test_messages_are_scoped_to_the_workspace(
     api, stranger_api, other_workspace, issue, make_session
 ):
     session = make_session("ours")
-    post(api, {"scope": f"issue:{issue.pk}", "body": "ours"})
+    post_message(api, {"scope": f"issue:{issue.pk}", "body": "ours"})
     Project.objects.create(workspace=other_workspace, key="theirs", name="Theirs")
 
     # Our issue, agent and project do not exist for their key; our session is unknown.
     for scope in (f"issue:{issue.pk}", "agent:ours", "project:core"):
-        assert_error(post(stranger_api, {"scope": scope, "body": "spy"}), 400, "invalid")
+        assert_error(post_message(stranger_api, {"scope": scope, "body": "spy"}), 400, "invalid")
     assert_error(
-        post(stranger_api, {"scope": "project:theirs", "body": "x", "session": session.pk}),
+        post_message(stranger_api, {"scope": "project:theirs", "body": "x", "session": session.pk}),
         400,
         "invalid",
     )

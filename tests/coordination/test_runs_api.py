@@ -13,11 +13,11 @@ from coordination.models import (
     WorktreeLock,
 )
 from coordination.services import leases, worktrees
+from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
 
-V1 = "/api/v1"
 RUN_FIELDS = {
     "id",
     "issue",
@@ -29,18 +29,6 @@ RUN_FIELDS = {
     "started_at",
     "finished_at",
 }
-
-
-def post(client, url, body=None):
-    return client.post(f"{V1}{url}", body if body is not None else {}, format="json")
-
-
-def assert_error(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    body = response.json()
-    assert body["code"] == code and body["detail"]
-    return body
 
 
 def dispatch(client, session, issue):
