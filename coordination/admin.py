@@ -10,7 +10,7 @@ from django.utils import timezone
 from coordination import models as m
 from coordination.errors import CoordinationError
 from coordination.liveness import live_q
-from coordination.services import agents, workflow
+from coordination.services import agents, file_claims, workflow
 from coordination.services.common import release_unreleased
 
 
@@ -149,10 +149,12 @@ class HeldAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     actions = ["force_release"]
 
+    def release(self, queryset: QuerySet[Any]) -> int:
+        return release_unreleased(queryset, m.ReleaseReason.OVERRIDDEN)
+
     @admin.action(description="Force-release selected (reason: overridden)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = release_unreleased(queryset, m.ReleaseReason.OVERRIDDEN)
-        self.message_user(request, f"Released {count}.")
+        self.message_user(request, f"Released {self.release(queryset)}.")
 
 
 @admin.register(m.IssueLease)
@@ -184,6 +186,10 @@ class FileClaimAdmin(HeldAdmin):
     list_filter = [HolderLiveFilter, "release_reason", "workspace"]
     list_select_related = ["issue", "session", "agent"]
     search_fields = ["path"]
+
+    def release(self, queryset: QuerySet[Any]) -> int:
+        # Through the service: it locks rows in path order, as claimers do.
+        return len(file_claims.release_claims(queryset, m.ReleaseReason.OVERRIDDEN))
 
 
 @admin.register(m.WorktreeLock)

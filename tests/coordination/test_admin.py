@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from coordination.models import AgentSession, ClaimConflict, IssueLease, WipCapDenial
+from coordination.models import AgentSession, ClaimConflict, FileClaim, IssueLease, WipCapDenial
 from coordination.services import leases
 from tests.conftest import expire
 
@@ -63,3 +63,11 @@ def test_force_release_action_records_overridden(operator, workspace, issue, mak
         changelist(IssueLease), {"action": "force_release", "_selected_action": [lease.pk]}
     )
     assert IssueLease.objects.get().release_reason == "overridden"
+
+
+def test_force_release_of_file_claims_records_overridden(operator, workspace, issue):
+    claim = FileClaim.objects.create(workspace=workspace, issue=issue, path="src/a.py")
+    operator.post(
+        changelist(FileClaim), {"action": "force_release", "_selected_action": [claim.pk]}
+    )
+    assert FileClaim.objects.get().release_reason == "overridden"
