@@ -36,20 +36,21 @@ class Claimed:
     created: bool
 
 
-def lock_project(project_id: int) -> None:
-    """Serialise admission per project for the rest of the transaction (invariant 3).
+def lock_project(project_id: int) -> int:
+    """Serialise admission per project for the rest of the transaction (invariant 3),
+    and return the project's WIP limit as read under that lock.
 
     Under READ COMMITTED, two claimers would each count ``cap - 1`` live leases and
     both insert, so PostgreSQL takes the project's row lock first. NO KEY UPDATE
     conflicts with itself (claimers queue) but not with the foreign-key checks of
     rows that merely point at the project (new issues, denials). SQLite needs no
-    statement: ``BEGIN IMMEDIATE`` already made this transaction the only writer.
+    lock: ``BEGIN IMMEDIATE`` already made this transaction the only writer.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id FROM {PROJECT} WHERE id = %s FOR NO KEY UPDATE", [project_id]
-            )
+    lock = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT agent_wip_limit FROM {PROJECT} WHERE id = %s{lock}", [project_id])
+        (limit,) = cursor.fetchone()
+    return int(limit)
 
 
 def share_lock_issue(issue_id: int) -> str:
@@ -111,7 +112,7 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
     with transaction.atomic():
-        lock_project(issue.project_id)
+        limit = lock_project(issue.project_id)
         status = share_lock_issue(issue.pk)
         if status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to work on it.")
@@ -129,7 +130,6 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
                 return Claimed(lease=current, created=False)
             if current.is_live or not release_if_holder_dead(current):  # type: ignore[attr-defined]
                 raise lease_held(current)
-        limit = Project.objects.values_list("agent_wip_limit", flat=True).get(pk=issue.project_id)
         lease_id = insert_lease_within_cap(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )

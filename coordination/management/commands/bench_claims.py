@@ -1,9 +1,13 @@
 """Measure issue-lease claims under concurrency on the configured database.
 
-Prints throughput, latency percentiles and the outcome mix for two workloads:
-``spread`` (every worker claims its own issues: admission only) and ``contended``
-(all workers fight over a few issues: exclusivity and the WIP cap). The data lives
-in a throw-away workspace that is deleted afterwards.
+Prints throughput, latency percentiles and the outcome mix for three workloads:
+
+- ``one-project``: every worker claims its own issues, all in one project, so
+  admission (the per-project lock of invariant 3) serialises them;
+- ``per-project``: the same, but each worker in its own project: nothing to share;
+- ``contended``: all workers fight over four issues (exclusivity, stale reclaim).
+
+The data lives in a throw-away workspace that is deleted afterwards.
 """
 
 import statistics
@@ -37,7 +41,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Bench")
         try:
-            for workload in ("spread", "contended"):
+            for workload in ("one-project", "per-project", "contended"):
                 self.run_workload(workspace, workload, **options)
         finally:
             workspace.delete()
@@ -52,12 +56,24 @@ class Command(BaseCommand):
         wip_limit: int,
         **_: Any,
     ) -> None:
-        project = Project.objects.create(
-            workspace=workspace, key=workload, name=workload, agent_wip_limit=wip_limit
-        )
-        issue_count = workers * claims if workload == "spread" else 4
+        projects = [
+            Project.objects.create(
+                workspace=workspace,
+                key=f"{workload}-{n}",
+                name=workload,
+                agent_wip_limit=wip_limit,
+            )
+            for n in range(workers if workload == "per-project" else 1)
+        ]
+        issue_count = 4 if workload == "contended" else workers * claims
         issues = Issue.objects.bulk_create(
-            Issue(workspace=workspace, project=project, title=f"bench {n}")
+            # Worker w claims issues w*claims .. w*claims+claims-1: per-project puts
+            # exactly those in its own project.
+            Issue(
+                workspace=workspace,
+                project=projects[(n // claims) % len(projects)],
+                title=f"bench {n}",
+            )
             for n in range(issue_count)
         )
         sessions = [
@@ -100,11 +116,11 @@ class Command(BaseCommand):
         latencies.sort()
         ms = [value * 1000 for value in latencies]
         self.stdout.write(
-            f"{workload:>9} on {connections['default'].vendor}: {len(ms)} claims by {workers} "
+            f"{workload:>11} on {connections['default'].vendor}: {len(ms)} claims by {workers} "
             f"workers in {elapsed:.2f} s = {len(ms) / elapsed:,.0f} claims/s; latency ms "
             f"p50 {percentile(ms, 0.5):.2f}  p95 {percentile(ms, 0.95):.2f}  "
             f"p99 {percentile(ms, 0.99):.2f}  max {ms[-1]:.2f}  mean {statistics.fmean(ms):.2f}"
         )
         total = sum(outcomes.values())
         mix = ", ".join(f"{code} {count / total:.1%}" for code, count in outcomes.most_common())
-        self.stdout.write(f"{'':>9}  outcomes: {mix}")
+        self.stdout.write(f"{'':>11}  outcomes: {mix}")
