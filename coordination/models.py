@@ -140,9 +140,6 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def live(self) -> AgentSessionQuerySet:
         return self.filter(live_q())
 
-    def not_live(self) -> AgentSessionQuerySet:
-        return self.exclude(live_q())
-
     def with_live(self) -> AgentSessionQuerySet:
         return self.annotate(is_live=Case(When(live_q(), then=True), default=False))
 
