@@ -115,7 +115,15 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-LOGIN_URL = "/admin/login/"
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "heatmap.staticfiles.PlotlyJsFinder",  # plotly.js from the plotly package: no CDN
+]
+# Managers log in here (members need not be staff); operators may use /admin/ too.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "workspaces"
+LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -1,12 +1,21 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path, re_path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from heatmap import views as pages
+
 API_PREFIX = "/api/"
 
 urlpatterns = [
+    path("", pages.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("workspaces/", pages.workspace_list, name="workspaces"),
+    path("workspaces/<slug:slug>/heatmap/", pages.heatmap_page, name="heatmap"),
+    path("workspaces/<slug:slug>/health/", pages.health_page, name="health"),
     path("admin/", admin.site.urls),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

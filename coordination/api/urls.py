@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from coordination.api import file_claims, runs, views
+from heatmap.api import HeatmapView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -18,5 +19,6 @@ router.register("messages", file_claims.MessageViewSet, basename="message")
 
 urlpatterns = [
     path("workflow/", views.WorkflowView.as_view(), name="workflow"),
+    path("heatmap/", HeatmapView.as_view(), name="heatmap"),
     *router.urls,
 ]

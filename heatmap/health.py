@@ -1,0 +1,245 @@
+"""Factory health: who is alive, how full each project is, and what went wrong per day.
+
+Read-only queries for the health page. Every count is made by the database
+(``GROUP BY`` day and kind); liveness is the one predicate of ``coordination.liveness``.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import TruncDate
+
+from coordination import selectors
+from coordination.liveness import live_q
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    FileClaim,
+    IssueLease,
+    Project,
+    ReleaseReason,
+    Run,
+    WipCapDenial,
+    Workspace,
+)
+
+TROUBLED_RUN_STATUSES = (Run.Status.SKIPPED, Run.Status.CANCELLED)
+
+
+def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
+    """Live sessions now, with what each holds."""
+    return selectors.live_sessions(workspace).annotate(
+        leases_held=Count("leases", filter=Q(leases__released_at__isnull=True), distinct=True),
+        claims_held=Count(
+            "file_claims", filter=Q(file_claims__released_at__isnull=True), distinct=True
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ProjectLoad:
+    key: str
+    name: str
+    limit: int
+    live: int  # unreleased leases whose holder is live: what the WIP cap counts
+    stale: int  # unreleased, holder dead: reclaimable by the next claimer
+
+
+def project_loads(workspace: Workspace) -> list[ProjectLoad]:
+    unreleased = Q(issues__leases__released_at__isnull=True)
+    rows = (
+        Project.objects.filter(workspace=workspace)
+        .annotate(
+            live=Count("issues__leases", filter=unreleased & live_q("issues__leases__session__")),
+            unreleased=Count("issues__leases", filter=unreleased),
+        )
+        .order_by("key")
+    )
+    return [
+        ProjectLoad(
+            key=row.key,
+            name=row.name,
+            limit=row.agent_wip_limit,
+            live=row.live,  # type: ignore[attr-defined]
+            stale=row.unreleased - row.live,  # type: ignore[attr-defined]
+        )
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class DailySeries:
+    """Per-day counts, one list per named series, aligned with ``days``."""
+
+    days: list[date]
+    series: dict[str, list[int]]
+
+    @property
+    def total(self) -> int:
+        return sum(sum(values) for values in self.series.values())
+
+
+def days_of(since: datetime, until: datetime) -> list[date]:
+    """Every UTC day the window ``[since, until)`` touches."""
+    last = (until - timedelta(microseconds=1)).date()
+    count = (last - since.date()).days + 1
+    return [since.date() + timedelta(days=offset) for offset in range(max(count, 0))]
+
+
+def per_day(
+    rows: QuerySet[Any],
+    *,
+    time_field: str,
+    kind_field: str,
+    kinds: dict[Any, str],
+    since: datetime,
+    until: datetime,
+) -> DailySeries:
+    """Count ``rows`` per UTC day and ``kind_field`` value; ``kinds`` maps a value to
+    its series name (and fixes the series order). Values not in ``kinds`` are left out."""
+    counts: dict[tuple[date, Any], int] = defaultdict(int)
+    grouped = (
+        rows.filter(**{f"{time_field}__gte": since, f"{time_field}__lt": until})
+        .annotate(day=TruncDate(time_field))
+        .values_list("day", kind_field)
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    for day, kind, n in grouped:
+        counts[(day, kind)] += n
+    days = days_of(since, until)
+    return DailySeries(
+        days=days,
+        series={name: [counts[(day, kind)] for day in days] for kind, name in kinds.items()},
+    )
+
+
+def conflicts_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
+    return per_day(
+        ClaimConflict.objects.filter(workspace=workspace),
+        time_field="occurred_at",
+        kind_field="forced",
+        kinds={False: "rejected", True: "forced"},
+        since=since,
+        until=until,
+    )
+
+
+def wip_denials_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
+    return per_day(
+        WipCapDenial.objects.filter(workspace=workspace),
+        time_field="occurred_at",
+        kind_field="workspace_id",
+        kinds={workspace.pk: "WIP-cap denials"},
+        since=since,
+        until=until,
+    )
+
+
+# Crashes first and clean exits second: that split is the fleet-mortality signal.
+FIRST_REASONS = (ReleaseReason.EXPIRED, ReleaseReason.AGENT_ENDED)
+RELEASE_SERIES = {
+    reason.value: reason.value
+    for reason in (*FIRST_REASONS, *(r for r in ReleaseReason if r not in FIRST_REASONS))
+}
+
+
+def lease_releases_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
+    return per_day(
+        IssueLease.objects.filter(workspace=workspace),
+        time_field="released_at",
+        kind_field="release_reason",
+        kinds=RELEASE_SERIES,
+        since=since,
+        until=until,
+    )
+
+
+def claim_releases_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
+    return per_day(
+        FileClaim.objects.filter(workspace=workspace),
+        time_field="released_at",
+        kind_field="release_reason",
+        kinds=RELEASE_SERIES,
+        since=since,
+        until=until,
+    )
+
+
+@dataclass(frozen=True)
+class SessionOutcomes:
+    started: int
+    ended: int  # clean exits
+    died: int  # stopped heartbeating without ending
+    live: int
+
+
+def session_outcomes(workspace: Workspace, since: datetime, until: datetime) -> SessionOutcomes:
+    """What became of the sessions started in the window."""
+    started = AgentSession.objects.filter(
+        workspace=workspace, started_at__gte=since, started_at__lt=until
+    )
+    counts = started.aggregate(
+        started=Count("*"),
+        ended=Count("pk", filter=Q(status=AgentSession.Status.ENDED)),
+        live=Count("pk", filter=live_q()),
+    )
+    return SessionOutcomes(
+        started=counts["started"],
+        ended=counts["ended"],
+        died=counts["started"] - counts["ended"] - counts["live"],
+        live=counts["live"],
+    )
+
+
+def troubled_runs(
+    workspace: Workspace, since: datetime, until: datetime, *, limit: int = 25
+) -> QuerySet[Run]:
+    """Runs that did not start: skipped (worktree unresolved) or cancelled (busy)."""
+    return (
+        Run.objects.filter(
+            workspace=workspace,
+            status__in=TROUBLED_RUN_STATUSES,
+            started_at__gte=since,
+            started_at__lt=until,
+        )
+        .select_related("issue", "agent", "worktree")
+        .order_by("-started_at", "-id")[:limit]
+    )
+
+
+def troubled_run_counts(workspace: Workspace, since: datetime, until: datetime) -> dict[str, int]:
+    rows = (
+        Run.objects.filter(
+            workspace=workspace,
+            status__in=TROUBLED_RUN_STATUSES,
+            started_at__gte=since,
+            started_at__lt=until,
+        )
+        .values_list("status")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    return {str(status): 0 for status in TROUBLED_RUN_STATUSES} | dict(rows)
+
+
+def workspace_overview(workspaces: QuerySet[Any], *, conflicts_since: datetime) -> QuerySet[Any]:
+    """Each workspace with its live agents now and conflicts since ``conflicts_since``,
+    as two subqueries, so the list costs one query however many workspaces it shows."""
+    live = AgentSession.objects.filter(live_q(), workspace=OuterRef("pk"))
+    conflicts = ClaimConflict.objects.filter(
+        workspace=OuterRef("pk"), occurred_at__gte=conflicts_since
+    )
+    return workspaces.annotate(
+        live_agents=count_of(live),
+        recent_conflicts=count_of(conflicts),
+    )
+
+
+def count_of(rows: QuerySet[Any]) -> Subquery:
+    """``(SELECT COUNT(*) …)``: a plain function, not an aggregate, so no GROUP BY."""
+    counted = rows.order_by().annotate(n=Func("pk", function="COUNT")).values("n")
+    return Subquery(counted, output_field=IntegerField())
