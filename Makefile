@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run test test-sqlite test-postgres lint bench install clean
+.PHONY: run test test-sqlite test-postgres lint bench bench-heatmap browser install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,14 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 install: $(BIN)/.installed
+
+# The browser test drives Debian's chromium through its chromedriver (no download).
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		echo "Installing chromium and chromium-driver for the browser test"; \
+		apt-get install -y -qq chromium chromium-driver >/dev/null \
+		|| { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }; \
+	fi
 
 run: install
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
@@ -24,11 +32,11 @@ lint: install
 	$(BIN)/ruff check .
 	$(TEST_ENV) $(BIN)/mypy .
 
-test-sqlite: install
+test-sqlite: install browser
 	$(TEST_ENV) $(BIN)/pytest -m "not postgres"
 
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
-test-postgres: install
+test-postgres: install browser
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
 		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest; \
 	elif [ "$$CI" = "true" ]; then \
@@ -48,6 +56,15 @@ bench: install
 	rm -f /tmp/projektor-bench.sqlite3*
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py bench_claims
+
+# Heatmap queries over 1M conflicts and 1M claims, on PostgreSQL and on SQLite.
+bench-heatmap: install
+	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_heatmap
+	rm -f /tmp/projektor-bench-heatmap.sqlite3*
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -98,6 +98,29 @@ def events(
     return rows
 
 
+def prefix_counts(
+    workspace: Workspace,
+    *,
+    mode: Mode,
+    since: datetime,
+    until: datetime,
+    project: Project | None = None,
+    prefix: str = "",
+    depth: int = DEFAULT_DEPTH,
+) -> QuerySet[Any]:
+    """``(head, deeper, count)`` rows: the events grouped by their path cut
+    ``depth`` segments below ``prefix``, and whether any path went on below the cut."""
+    base = len(prefix.split("/")) if prefix else 0
+    return (
+        events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
+        .annotate(head=PathHead("path", base + depth))
+        .annotate(deeper=ExpressionWrapper(~Q(path=F("head")), output_field=BooleanField()))
+        .values_list("head", "deeper")
+        .annotate(count=Count("*"))
+        .order_by()
+    )
+
+
 def code_heatmap(
     workspace: Workspace,
     *,
@@ -109,16 +132,16 @@ def code_heatmap(
     depth: int = DEFAULT_DEPTH,
 ) -> Heatmap:
     """Each prefix up to ``depth`` segments below ``prefix``, with its event count."""
-    base = len(prefix.split("/")) if prefix else 0
-    grouped = (
-        events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
-        .annotate(head=PathHead("path", base + depth))
-        .annotate(deeper=ExpressionWrapper(~Q(path=F("head")), output_field=BooleanField()))
-        .values_list("head", "deeper")
-        .annotate(count=Count("*"))
-        .order_by()
+    grouped = prefix_counts(
+        workspace,
+        mode=mode,
+        since=since,
+        until=until,
+        project=project,
+        prefix=prefix,
+        depth=depth,
     )
-    total, nodes = roll_up(grouped, base=base)
+    total, nodes = roll_up(grouped, base=len(prefix.split("/")) if prefix else 0)
     return Heatmap(
         mode=mode,
         since=since,

@@ -59,6 +59,7 @@ def query_url(path: str, params: dict[str, Any]) -> str:
 
 
 def iso_minute(moment: datetime) -> str:
+    """As a ``datetime-local`` input shows it (minutes: its default step)."""
     return moment.strftime("%Y-%m-%dT%H:%M")
 
 
@@ -101,10 +102,10 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
         return invalid_query(request, workspace, "heatmap/heatmap.html", {"query": error.detail})
     heatmap = selectors.code_heatmap(workspace, **arguments)
     path = request.path
-    params = {
+    params = {  # links keep the window as given: an open "until" stays "now"
         "mode": heatmap.mode,
-        "since": iso_minute(heatmap.since) if "since" in request.GET else "",
-        "until": iso_minute(heatmap.until) if "until" in request.GET else "",
+        "since": request.GET.get("since", ""),
+        "until": request.GET.get("until", ""),
         "project": heatmap.project.key if heatmap.project else "",
         "depth": heatmap.depth if heatmap.depth != selectors.DEFAULT_DEPTH else "",
     }

@@ -125,8 +125,12 @@ def test_modes_count_their_own_events(workspace, make_issue, add_claim, add_conf
     add_conflict(theirs, mine, "docs/x.md", T0)
     contention = code_heatmap(workspace, mode="contention", **WINDOW)
     assert contention.total == 3
-    assert counts(contention) == [("src", 2, 1), ("src/a.py", 2, 2), ("docs", 1, 1),
-                                  ("docs/x.md", 1, 2)]
+    assert counts(contention) == [
+        ("src", 2, 1),
+        ("src/a.py", 2, 2),
+        ("docs", 1, 1),
+        ("docs/x.md", 1, 2),
+    ]
     assert code_heatmap(workspace, mode="claims", **WINDOW).total == 1
 
 
@@ -158,8 +162,10 @@ def test_hottest_paths_and_colliding_pairs(workspace, make_issue, add_conflict):
     add_conflict(a, b, "src/y.py", T0, forced=True)
     add_conflict(c, b, "src/x.py", T0)
     add_conflict(c, b, "lib/z.py", T0 + timedelta(days=2))  # outside the window
-    assert hottest_paths(workspace, mode="contention", **WINDOW) == [("src/x.py", 2),
-                                                                     ("src/y.py", 1)]
+    assert hottest_paths(workspace, mode="contention", **WINDOW) == [
+        ("src/x.py", 2),
+        ("src/y.py", 1),
+    ]
     pairs = colliding_pairs(workspace, **WINDOW)
     assert [(p.rejected_title, p.holding_title, p.count, p.forced) for p in pairs] == [
         ("A", "B", 2, 1),
