@@ -129,6 +129,7 @@ def daily_bars(daily: DailySeries, *, title: str, colours: dict[str, str]) -> go
 def wip_load(loads: list[ProjectLoad]) -> go.Figure:
     """Live leases per project against its WIP cap (stale leases apart)."""
     keys = [load.key for load in loads]
+    widest = max((max(load.live + load.stale, load.limit) for load in loads), default=0)
     figure = go.Figure()
     figure.add_bar(
         y=keys,
@@ -161,9 +162,8 @@ def wip_load(loads: list[ProjectLoad]) -> go.Figure:
             barmode="stack",
             height=120 + 40 * len(loads),
             legend={"orientation": "h", "y": -0.25, "traceorder": "normal"},
-            xaxis=count_axis(
-                max((max(load.live + load.stale, load.limit) for load in loads), default=0)
-            ),
+            # Room past the largest cap, so its marker is not cut at the edge.
+            xaxis={**count_axis(widest), "range": [0, widest + 0.6]},
             yaxis={"autorange": "reversed"},
         )
     )

@@ -196,7 +196,7 @@ def session_outcomes(workspace: Workspace, since: datetime, until: datetime) -> 
 
 
 def troubled_runs(
-    workspace: Workspace, since: datetime, until: datetime, *, limit: int = 25
+    workspace: Workspace, since: datetime, until: datetime, *, limit: int = 15
 ) -> QuerySet[Run]:
     """Runs that did not start: skipped (worktree unresolved) or cancelled (busy)."""
     return (
