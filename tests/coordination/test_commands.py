@@ -31,7 +31,7 @@ def test_create_api_key_reuses_an_existing_workspace(workspace):
 
 def test_demo_key_works_against_the_api(client):
     out = StringIO()
-    call_command("seed_demo", stdout=out)
+    call_command("seed_demo", "--agents", "4", "--days", "2", stdout=out)
     raw = next(
         line.split(":", 1)[1].strip() for line in out.getvalue().splitlines() if "API key" in line
     )
