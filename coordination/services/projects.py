@@ -74,7 +74,11 @@ def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
 
 
 def update_issue(*, workspace: Workspace, issue: Issue, fields: dict[str, Any]) -> Issue:
-    for field, value in resolve_issue_references(workspace, fields).items():
+    """Write only the given fields: a full save from an object read before a
+    concurrent transition would put its old status back (and a closed issue would
+    reopen with its lease and claims already released)."""
+    changes = resolve_issue_references(workspace, fields)
+    for field, value in changes.items():
         setattr(issue, field, value)
-    issue.save()
+    issue.save(update_fields=[*changes, "updated_at"])
     return issue

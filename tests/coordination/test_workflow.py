@@ -100,3 +100,14 @@ def test_get_workflow_describes_the_same_rules():
     assert pairs == ALLOWED
     assert described["gates"] == [{"from": "in_review", "to": "done", "requires": "human"}]
     assert [item["field"] for item in described["definition_of_ready"]] == ["title", "description"]
+
+
+def test_an_edit_from_a_stale_copy_keeps_a_newer_status(workspace, make_issue):
+    """PATCH reads the issue, a transition commits, then PATCH saves: only the
+    edited fields are written, so the close is not undone."""
+    issue = make_issue(status=Issue.Status.TODO)
+    stale = Issue.objects.get(pk=issue.pk)
+    move(workspace, issue, Issue.Status.CANCELLED)
+    projects.update_issue(workspace=workspace, issue=stale, fields={"title": "Renamed"})
+    issue.refresh_from_db()
+    assert (issue.status, issue.title) == (Issue.Status.CANCELLED, "Renamed")
