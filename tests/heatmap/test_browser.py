@@ -63,8 +63,8 @@ def test_manager_logs_in_drills_into_the_heatmap_and_reads_health(browser, live_
     wait.until(ec.presence_of_element_located((By.NAME, "username"))).send_keys("manager")
     driver.find_element(By.NAME, "password").send_keys("manager-pw")
     driver.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()
-    wait.until(ec.url_contains("/workspaces/"))
-    driver.find_element(By.LINK_TEXT, "Heatmap").click()
+    # The login page's own URL names /workspaces/ (?next=), so wait for the list itself.
+    wait.until(ec.element_to_be_clickable((By.LINK_TEXT, "Heatmap"))).click()
 
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#treemap.plot-ready")))
     labels = [
@@ -95,6 +95,7 @@ def test_manager_logs_in_drills_into_the_heatmap_and_reads_health(browser, live_
     wait.until(lambda d: "prefix=" not in d.current_url)
 
     driver.find_element(By.LINK_TEXT, "Health").click()
+    wait.until(ec.url_contains("/health/"))
     wait.until(
         lambda d: (
             d.find_elements(By.CSS_SELECTOR, "[data-figure]")
