@@ -159,6 +159,7 @@ class AgentSession(models.Model):
     objects = AgentSessionQuerySet.as_manager()
 
     class Meta:
+        db_table = "agent_sessions"  # the original schema's name (DESIGN.md)
         indexes = [
             # "Live sessions of a workspace" is a range scan on active rows only.
             models.Index(
@@ -241,6 +242,7 @@ class IssueLease(models.Model):
     objects = LeaseQuerySet.as_manager()
 
     class Meta:
+        db_table = "issue_leases"  # the original schema's name (DESIGN.md)
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "issue"],
@@ -268,6 +270,7 @@ class WipCapDenial(models.Model):
     occurred_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
+        db_table = "wip_cap_denials"  # the original schema's name (DESIGN.md)
         verbose_name = "WIP cap denial"
         indexes = [models.Index(fields=["workspace", "occurred_at"])]
 
@@ -296,6 +299,7 @@ class FileClaim(models.Model):
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 
     class Meta:
+        db_table = "issue_file_claims"  # the original schema's name (DESIGN.md)
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "path"],
@@ -333,6 +337,7 @@ class ClaimConflict(models.Model):
     occurred_at = models.DateTimeField(db_default=DbNow())
 
     class Meta:
+        db_table = "claim_conflicts"  # the original schema's name (DESIGN.md)
         indexes = [
             models.Index(fields=["workspace", "occurred_at"]),
             models.Index(fields=["workspace", "path"]),
