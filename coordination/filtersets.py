@@ -94,6 +94,7 @@ class WipCapDenialFilter(filters.FilterSet):
 
 class RunFilter(filters.FilterSet):
     status = filters.ChoiceFilter(choices=Run.Status.choices)
+    live = BooleanFilter(field_name="is_live")
     issue = id_filter("issue")
     session = id_filter("session")
     error = filters.ChoiceFilter(choices=Run.Error.choices)

@@ -364,8 +364,20 @@ class Message(models.Model):
         return f"message to {self.scope}"
 
 
+class RunQuerySet(models.QuerySet["Run"]):
+    def with_live(self) -> RunQuerySet:
+        """``is_live``: running, and its session is live (a crashed holder's run is not)."""
+        return self.annotate(
+            is_live=Case(When(Q(status="running") & live_q("session__"), then=True), default=False)
+        )
+
+
 class Run(models.Model):
-    """One dispatch of an issue to a session, with the lock mode it resolved to."""
+    """One dispatch of an issue to a session, with the lock mode it resolved to.
+
+    Like a session, a run's liveness is derived: a run whose session died stays
+    ``running`` (its lock is reclaimed by the next dispatcher) but is not live.
+    """
 
     class LockMode(models.TextChoices):
         NONE = "none"
@@ -397,6 +409,8 @@ class Run(models.Model):
     error_detail = models.TextField(blank=True, help_text="What the operator needs to fix.")
     started_at = models.DateTimeField(db_default=DbNow())
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["workspace", "status"])]

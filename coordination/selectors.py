@@ -124,7 +124,12 @@ def worktrees(workspace: Workspace) -> QuerySet[Worktree]:
 
 
 def runs(workspace: Workspace) -> QuerySet[Run]:
-    return Run.objects.filter(workspace=workspace).select_related("worktree").order_by("-id")
+    return (
+        Run.objects.filter(workspace=workspace)
+        .with_live()
+        .select_related("worktree")
+        .order_by("-id")
+    )
 
 
 def get_run(workspace: Workspace, run_id: int) -> Run:

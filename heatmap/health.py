@@ -41,6 +41,7 @@ def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
 
 @dataclass(frozen=True)
 class ProjectLoad:
+    pk: int
     key: str
     name: str
     limit: int
@@ -60,6 +61,7 @@ def project_loads(workspace: Workspace) -> list[ProjectLoad]:
     )
     return [
         ProjectLoad(
+            pk=row.pk,
             key=row.key,
             name=row.name,
             limit=row.agent_wip_limit,

@@ -39,7 +39,7 @@ if PROJEKTOR_SESSION_TTL_SECONDS < 1:
     raise ImproperlyConfigured("PROJEKTOR_SESSION_TTL_SECONDS must be a positive integer")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "coordination.apps.ProjektorAdminConfig",  # django.contrib.admin, with our site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

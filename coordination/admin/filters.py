@@ -1,4 +1,4 @@
-"""List filters shared by the coordination admins: liveness by the one TTL predicate."""
+"""List filters shared by the coordination admins, by the one TTL predicate."""
 
 from typing import Any
 
@@ -9,32 +9,51 @@ from django.http import HttpRequest
 from coordination.liveness import live_q
 
 
-class LiveFilter(admin.SimpleListFilter):
-    """Live / not live, by the one liveness predicate (TTL setting)."""
+class StateFilter(admin.SimpleListFilter):
+    """Choices mapped to conditions; subclasses name them."""
 
-    title = "live"
-    parameter_name = "live"
-    session_prefix = ""
+    conditions: dict[str, tuple[str, Q]] = {}
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "Live"), ("no", "Not live")]
-
-    def live_condition(self) -> Q:
-        return live_q(self.session_prefix)
+        return [(value, label) for value, (label, _) in self.conditions.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "yes":
-            return queryset.filter(self.live_condition())
-        if self.value() == "no":
-            return queryset.exclude(self.live_condition())
-        return queryset
+        chosen = self.conditions.get(self.value() or "")
+        return queryset.filter(chosen[1]) if chosen else queryset
 
 
-class HolderLiveFilter(LiveFilter):
-    """For leases, claims and locks: unreleased and held by a live session."""
+class SessionStateFilter(StateFilter):
+    """Live (heartbeat within the TTL), stale (active but silent: crashed), ended."""
 
-    title = "live holder"
-    session_prefix = "session__"
+    title = "state"
+    parameter_name = "state"
+    conditions = {
+        "live": ("Live", live_q()),
+        "stale": ("Stale (stopped heartbeating)", Q(status="active") & ~live_q()),
+        "ended": ("Ended", Q(status="ended")),
+    }
 
-    def live_condition(self) -> Q:
-        return Q(released_at__isnull=True) & live_q(self.session_prefix)
+
+class HolderStateFilter(StateFilter):
+    """For leases, claims and locks: held by a live session, held by a dead one
+    (reclaimable by the next claimer), or released."""
+
+    title = "holder"
+    parameter_name = "holder"
+    conditions = {
+        "live": ("Held, holder live", Q(released_at__isnull=True) & live_q("session__")),
+        "stale": (
+            "Held, holder not live",
+            Q(released_at__isnull=True) & ~(Q(session__isnull=False) & live_q("session__")),
+        ),
+        "released": ("Released", Q(released_at__isnull=False)),
+    }
+
+
+class RunLiveFilter(StateFilter):
+    title = "live"
+    parameter_name = "live"
+    conditions = {
+        "yes": ("Running, session live", Q(status="running") & live_q("session__")),
+        "no": ("Not live", ~(Q(status="running") & live_q("session__"))),
+    }

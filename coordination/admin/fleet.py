@@ -1,50 +1,85 @@
-"""Coordination state: sessions, leases, file claims, worktree locks and runs."""
+"""Coordination state: sessions, leases, file claims, worktree locks and runs.
+
+No back doors: these rows are written only by the services, which enforce the WIP
+cap, liveness and the all-or-nothing rule. The admin shows them read-only (no add,
+no edit, no delete, for superusers too) and changes them only through actions that
+call ``coordination.services.operators``.
+"""
 
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Case, Q, QuerySet, When
 from django.http import HttpRequest
 
 from coordination import models as m
-from coordination.admin.filters import HolderLiveFilter, LiveFilter
-from coordination.services import agents, file_claims
-from coordination.services.common import release_unreleased
+from coordination.admin.filters import HolderStateFilter, RunLiveFilter, SessionStateFilter
+from coordination.admin.reporting import operator_name, report
+from coordination.liveness import live_q
+from coordination.services import operators
+
+
+class StateAdmin(admin.ModelAdmin):
+    """Read-only rows of coordination state, changed only by actions."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def holder_live() -> Case:
+    """``is_live`` of a claim or lock: unreleased, and its holder session is live."""
+    return Case(When(Q(released_at__isnull=True) & live_q("session__"), then=True), default=False)
 
 
 @admin.register(m.AgentSession)
-class AgentSessionAdmin(admin.ModelAdmin):
-    list_display = ["id", "agent", "workspace", "status", "live", "last_heartbeat_at"]
-    list_filter = [LiveFilter, "status", "workspace"]
+class AgentSessionAdmin(StateAdmin):
+    list_display = [
+        "id",
+        "agent",
+        "role",
+        "workspace",
+        "status",
+        "live",
+        "started_at",
+        "last_heartbeat_at",
+        "ended_at",
+    ]
+    list_filter = [SessionStateFilter, "status", "workspace", "agent__role"]
     list_select_related = ["agent", "workspace"]
-    search_fields = ["agent__name"]
+    search_fields = ["agent__name", "agent__role", "agent__department"]
+    date_hierarchy = "started_at"
     actions = ["end_sessions"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.AgentSession]:
         return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
 
+    @admin.display(description="role")
+    def role(self, obj: m.AgentSession) -> str:
+        return obj.agent.role
+
     @admin.display(boolean=True)
     def live(self, obj: Any) -> bool:
         return bool(obj.is_live)
 
-    @admin.action(description="End selected sessions (release what they hold)")
+    @admin.action(description="End selected sessions (release what they hold: agent_ended)")
     def end_sessions(self, request: HttpRequest, queryset: QuerySet[m.AgentSession]) -> None:
-        for session in queryset.select_related("workspace"):
-            agents.end_session(workspace=session.workspace, session_id=session.pk)
+        report(self, request, "Ended", operators.end_sessions(sessions=queryset))
 
 
-class HeldAdmin(admin.ModelAdmin):
-    """Leases, claims and locks: force-release with reason ``overridden``."""
+class HeldAdmin(StateAdmin):
+    """Leases, claims and locks: live while unreleased and their holder is live."""
 
-    list_select_related = ["session"]
-    actions = ["force_release"]
+    list_filter = [HolderStateFilter, "release_reason", "workspace"]
 
-    def release(self, queryset: QuerySet[Any]) -> int:
-        return release_unreleased(queryset, m.ReleaseReason.OVERRIDDEN)
-
-    @admin.action(description="Force-release selected (reason: overridden)")
-    def force_release(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self.message_user(request, f"Released {self.release(queryset)}.")
+    @admin.display(boolean=True, description="holder live")
+    def live(self, obj: Any) -> bool:
+        return bool(obj.is_live)
 
 
 @admin.register(m.IssueLease)
@@ -52,14 +87,31 @@ class IssueLeaseAdmin(HeldAdmin):
     list_display = [
         "id",
         "issue",
-        "session",
+        "project",
         "agent",
+        "session",
+        "live",
         "acquired_at",
         "released_at",
         "release_reason",
     ]
-    list_filter = [HolderLiveFilter, "release_reason", "workspace"]
-    list_select_related = ["issue", "session", "agent"]
+    list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
+    list_select_related = ["issue__project", "agent", "session"]
+    search_fields = ["issue__title", "=issue__id", "agent__name"]
+    date_hierarchy = "acquired_at"
+    actions = ["force_release"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.IssueLease]:
+        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
+
+    @admin.display(description="project")
+    def project(self, obj: m.IssueLease) -> str:
+        return obj.issue.project.key
+
+    @admin.action(description="Force-release selected leases (overridden; the issue is told)")
+    def force_release(self, request: HttpRequest, queryset: QuerySet[m.IssueLease]) -> None:
+        outcome = operators.force_release_leases(leases=queryset, operator=operator_name(request))
+        report(self, request, "Force-released", outcome)
 
 
 @admin.register(m.FileClaim)
@@ -67,30 +119,61 @@ class FileClaimAdmin(HeldAdmin):
     list_display = [
         "path",
         "issue",
-        "session",
         "agent",
+        "session",
+        "live",
         "claimed_at",
         "released_at",
         "release_reason",
     ]
-    list_filter = [HolderLiveFilter, "release_reason", "workspace"]
-    list_select_related = ["issue", "session", "agent"]
-    search_fields = ["path"]
+    list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
+    list_select_related = ["issue", "agent", "session"]
+    search_fields = ["path", "issue__title", "=issue__id", "agent__name"]
+    date_hierarchy = "claimed_at"
+    actions = ["force_release"]
 
-    def release(self, queryset: QuerySet[Any]) -> int:
-        # Through the service: it locks rows in path order, as claimers do.
-        return len(file_claims.release_claims(queryset, m.ReleaseReason.OVERRIDDEN))
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.FileClaim]:
+        return super().get_queryset(request).annotate(is_live=holder_live())
+
+    @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
+    def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:
+        outcome = operators.force_release_file_claims(
+            claims=queryset, operator=operator_name(request)
+        )
+        report(self, request, "Force-released", outcome)
 
 
 @admin.register(m.WorktreeLock)
 class WorktreeLockAdmin(HeldAdmin):
-    list_display = ["worktree", "session", "run", "acquired_at", "released_at", "release_reason"]
-    list_filter = [HolderLiveFilter, "release_reason", "workspace"]
-    list_select_related = ["worktree", "session", "run"]
+    list_display = [
+        "worktree",
+        "run",
+        "session",
+        "live",
+        "acquired_at",
+        "released_at",
+        "release_reason",
+    ]
+    list_select_related = ["worktree", "run", "session"]
+    search_fields = ["worktree__slug", "=run__id"]
+    date_hierarchy = "acquired_at"
+    actions = ["force_release"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.WorktreeLock]:
+        return super().get_queryset(request).annotate(is_live=holder_live())
+
+    @admin.action(description="Force-release selected worktree locks (their runs are cancelled)")
+    def force_release(self, request: HttpRequest, queryset: QuerySet[m.WorktreeLock]) -> None:
+        outcome = operators.force_release_worktree_locks(
+            locks=queryset, operator=operator_name(request)
+        )
+        report(self, request, "Force-released", outcome)
 
 
 @admin.register(m.Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(StateAdmin):
+    """The dispatcher's record: status, lock and error are read, never edited."""
+
     list_display = [
         "id",
         "issue",
@@ -98,10 +181,19 @@ class RunAdmin(admin.ModelAdmin):
         "lock_mode",
         "worktree",
         "status",
+        "live",
         "error",
         "started_at",
+        "finished_at",
     ]
-    list_filter = ["status", "error", "lock_mode", "workspace"]
+    list_filter = [RunLiveFilter, "status", "error", "lock_mode", "issue__project", "workspace"]
     list_select_related = ["issue", "agent", "worktree"]
-    # Status, lock and error are the dispatcher's record; operators read them.
-    readonly_fields = ["status", "lock_mode", "worktree", "error", "error_detail", "finished_at"]
+    search_fields = ["issue__title", "=issue__id", "agent__name", "error_detail"]
+    date_hierarchy = "started_at"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.Run]:
+        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
+
+    @admin.display(boolean=True)
+    def live(self, obj: Any) -> bool:
+        return bool(obj.is_live)

@@ -1,36 +1,42 @@
 """The contention logs: append-only (invariant 8), so the admin only reads them."""
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from coordination import models as m
+from coordination.admin.fleet import StateAdmin
 
 
-class AppendOnlyAdmin(admin.ModelAdmin):
-    """The contention logs are never edited or deleted (invariant 8)."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class AppendOnlyAdmin(StateAdmin):
+    """Never added, edited or deleted here: the services append, everyone reads."""
 
 
 @admin.register(m.WipCapDenial)
 class WipCapDenialAdmin(AppendOnlyAdmin):
-    list_display = ["occurred_at", "project", "issue", "agent", "limit"]
-    list_filter = ["workspace", "project"]
-    list_select_related = ["project", "issue", "agent"]
+    list_display = ["occurred_at", "project", "issue", "agent", "session", "limit"]
+    list_filter = ["project", "workspace"]
+    list_select_related = ["project", "issue", "agent", "session"]
+    search_fields = ["issue__title", "=issue__id", "agent__name", "project__key"]
+    date_hierarchy = "occurred_at"
 
 
 @admin.register(m.ClaimConflict)
 class ClaimConflictAdmin(AppendOnlyAdmin):
-    list_display = ["occurred_at", "path", "rejected_issue", "holding_issue", "forced"]
-    list_filter = ["workspace", "forced"]
-    list_select_related = ["rejected_issue", "holding_issue"]
-    search_fields = ["path"]
+    list_display = [
+        "occurred_at",
+        "path",
+        "rejected_issue",
+        "rejected_agent",
+        "holding_issue",
+        "holding_agent",
+        "forced",
+    ]
+    list_filter = ["forced", "rejected_issue__project", "workspace"]
+    list_select_related = ["rejected_issue", "rejected_agent", "holding_issue", "holding_agent"]
+    search_fields = [
+        "path",
+        "rejected_issue__title",
+        "holding_issue__title",
+        "rejected_agent__name",
+        "holding_agent__name",
+    ]
+    date_hierarchy = "occurred_at"

@@ -1,15 +1,16 @@
 """The tracker's own data: workspaces, keys, projects, issues, agents, worktrees, messages."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 
 from coordination import models as m
-from coordination.errors import CoordinationError
-from coordination.services import workflow
+from coordination.admin import forms
+from coordination.admin.reporting import report
+from coordination.services import operators
 
 
 @admin.register(m.Workspace)
@@ -24,9 +25,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ["key_prefix", "workspace", "name", "created_at", "revoked_at"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
-    fields = ["workspace", "name", "key_prefix", "revoked_at"]
-    readonly_fields = ["key_prefix"]
+    fields = ["workspace", "name", "key_prefix", "created_at", "revoked_at"]
+    search_fields = ["name", "key_prefix"]
     actions = ["revoke"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Revoking is the action's job; a key never moves to another workspace.
+        frozen = ["key_prefix", "created_at", "revoked_at"]
+        return ["workspace", *frozen] if obj is not None else frozen
 
     def save_model(self, request: HttpRequest, obj: m.ApiKey, form: Any, change: bool) -> None:
         if change:
@@ -38,41 +44,52 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[m.ApiKey]) -> None:
-        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        report(self, request, "Revoked", operators.revoke_api_keys(keys=queryset))
 
 
 @admin.register(m.Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = forms.ProjectAdminForm
     list_display = ["key", "name", "workspace", "agent_wip_limit", "primary_worktree"]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
 
 
+def transition_action(to: str) -> Callable[..., None]:
+    """An action moving the selected issues to ``to`` through the workflow, as a
+    person: the human review gate passes here; every other rule still holds."""
+
+    def move(model_admin: admin.ModelAdmin, request: HttpRequest, queryset: Any) -> None:
+        report(
+            model_admin,
+            request,
+            f"Moved to {to}",
+            operators.transition_issues(issues=queryset, to=to),
+        )
+
+    move.__name__ = f"move_to_{to}"
+    gate = " (passes the review gate)" if to == m.Issue.Status.DONE else ""
+    return admin.action(description=f"Move selected issues to {to}{gate}")(move)
+
+
 @admin.register(m.Issue)
 class IssueAdmin(admin.ModelAdmin):
+    form = forms.IssueAdminForm
     list_display = ["id", "title", "project", "status", "requires_filesystem", "assignee"]
-    list_filter = ["workspace", "status", "requires_filesystem", "project"]
+    list_filter = ["status", "project", "requires_filesystem", "workspace"]
     list_select_related = ["project", "assignee"]
     search_fields = ["title", "description"]
-    readonly_fields = ["status"]
-    actions = ["mark_done"]
-
-    @admin.action(description="Pass review: mark selected issues done")
-    def mark_done(self, request: HttpRequest, queryset: QuerySet[m.Issue]) -> None:
-        for issue in queryset.select_related("workspace"):
-            try:
-                workflow.transition_issue(
-                    workspace=issue.workspace, issue_id=issue.pk, to="done", by_human=True
-                )
-            except CoordinationError as error:
-                self.message_user(request, f"#{issue.pk}: {error.detail}", messages.ERROR)
+    readonly_fields = ["status"]  # moved only by the transition actions
+    actions = [transition_action(status) for status in m.Issue.Status]
 
 
 @admin.register(m.Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = forms.AgentAdminForm
     list_display = ["name", "workspace", "role", "department", "worktree"]
     list_filter = ["workspace", "role", "department"]
+    list_select_related = ["workspace", "worktree"]
     search_fields = ["name", "role"]
 
 
@@ -80,11 +97,18 @@ class AgentAdmin(admin.ModelAdmin):
 class WorktreeAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "workspace", "path", "branch"]
     list_filter = ["workspace"]
+    list_select_related = ["workspace"]
     search_fields = ["slug", "name", "path"]
 
 
 @admin.register(m.Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["scope", "agent", "created_at"]
+    list_display = ["created_at", "scope", "agent", "excerpt"]
     list_filter = ["workspace"]
-    search_fields = ["scope", "body"]
+    list_select_related = ["agent"]
+    search_fields = ["scope", "body", "agent__name"]
+    date_hierarchy = "created_at"
+
+    @admin.display(description="body")
+    def excerpt(self, obj: m.Message) -> str:
+        return obj.body if len(obj.body) <= 90 else obj.body[:89] + "…"

@@ -54,6 +54,7 @@ class RunErrorField(serializers.ChoiceField):
 class RunSerializer(serializers.ModelSerializer):
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
     error = RunErrorField()
+    live = serializers.BooleanField(source="is_live", read_only=True)
 
     class Meta:
         model = Run
@@ -64,6 +65,7 @@ class RunSerializer(serializers.ModelSerializer):
             "lock_mode",
             "worktree",
             "status",
+            "live",
             "error",
             "started_at",
             "finished_at",

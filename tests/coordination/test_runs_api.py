@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 
 RUN_FIELDS = {
     "id",
+    "live",
     "issue",
     "session",
     "lock_mode",
@@ -408,3 +409,43 @@ def test_runs_can_be_filtered_by_error_in_the_admin(client, three_runs):
     assert change in html
     for other in ("running", "skipped"):
         assert reverse("admin:coordination_run_change", args=[three_runs[other]]) not in html
+
+
+# --- liveness of runs -------------------------------------------------------------------
+
+
+def test_a_running_run_of_a_dead_session_is_not_live(api, three_runs):
+    running = Run.objects.get(pk=three_runs["running"])
+    assert api.get(f"{V1}/runs/{running.pk}/").json()["live"] is True
+    assert ids(api.get(f"{V1}/runs/?live=true")) == {running.pk}
+
+    expire(running.session)
+
+    body = api.get(f"{V1}/runs/{running.pk}/").json()
+    assert (body["status"], body["live"]) == ("running", False)
+    assert ids(api.get(f"{V1}/runs/?status=running&live=true")) == set()
+    assert ids(api.get(f"{V1}/runs/?live=false")) == set(three_runs.values())
+
+
+def test_finished_runs_are_not_live(api, three_runs):
+    rows = {row["id"]: row["live"] for row in api.get(f"{V1}/runs/").json()["results"]}
+    assert rows == {
+        three_runs["running"]: True,
+        three_runs["cancelled"]: False,
+        three_runs["skipped"]: False,
+    }
+
+
+def test_bad_live_filter_is_400(api, three_runs):
+    assert_error(api.get(f"{V1}/runs/?live=maybe"), 400, "invalid")
+
+
+def test_runs_can_be_filtered_by_liveness_in_the_admin(client, three_runs):
+    client.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-123"))
+    url = reverse("admin:coordination_run_changelist")
+    running = Run.objects.get(pk=three_runs["running"])
+    change = reverse("admin:coordination_run_change", args=[running.pk])
+    assert change in client.get(f"{url}?live=yes").content.decode()
+    expire(running.session)
+    assert change not in client.get(f"{url}?live=yes").content.decode()
+    assert change in client.get(f"{url}?live=no").content.decode()

@@ -1,0 +1,158 @@
+"""What an operator may do to the fleet from the admin, through the same rules as
+the API: every change here releases with its proper reason, tells the issue's
+readers, and reports what it did and what it could not do (and why).
+
+Operators act on rows they selected, so each function takes a queryset and
+returns an ``Outcome`` of sentences for the admin's message bar.
+"""
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from coordination.errors import CoordinationError
+from coordination.liveness import DbNow
+from coordination.models import (
+    AgentSession,
+    ApiKey,
+    FileClaim,
+    Issue,
+    IssueLease,
+    ReleaseReason,
+    Run,
+    WorktreeLock,
+)
+from coordination.services import agents, file_claims, messages, workflow
+from coordination.services.common import release_unreleased
+
+
+@dataclass
+class Outcome:
+    done: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def tell_issue(issue: Issue, body: str) -> None:
+    messages.record_message(
+        workspace=issue.workspace, scope=messages.issue_scope(issue.pk), body=body, session=None
+    )
+
+
+def holder_name(row: IssueLease | FileClaim) -> str:
+    agent = row.agent.name if row.agent is not None else "no agent"
+    return f"{agent} (session {row.session_id})" if row.session_id else agent
+
+
+def force_release_leases(*, leases: QuerySet[IssueLease], operator: str) -> Outcome:
+    """Release each unreleased lease ``overridden`` and post it to the issue."""
+    outcome = Outcome()
+    for lease in leases.select_related("issue__workspace", "agent").order_by("pk"):
+        with transaction.atomic():
+            # Compare-and-set: a lease released meanwhile keeps its first reason.
+            if not release_unreleased(
+                IssueLease.objects.filter(pk=lease.pk), ReleaseReason.OVERRIDDEN
+            ):
+                outcome.refused.append(
+                    f"lease {lease.pk} on issue {lease.issue_id}: already released"
+                )
+                continue
+            tell_issue(
+                lease.issue,
+                f"Operator {operator} force-released the lease of {holder_name(lease)} "
+                f"on issue {lease.issue_id}.",
+            )
+        outcome.done.append(f"lease {lease.pk} on issue {lease.issue_id}")
+    return outcome
+
+
+def force_release_file_claims(*, claims: QuerySet[FileClaim], operator: str) -> Outcome:
+    """Release the selected claims ``overridden``, issue by issue, through the
+    path-ordered release the claimers also use, and post each issue what it lost."""
+    outcome = Outcome()
+    selected = claims.select_related("issue__workspace").order_by("issue_id", "path")
+    already = [claim for claim in selected if claim.released_at is not None]
+    outcome.refused += [
+        f"{claim.path} (issue {claim.issue_id}): already released" for claim in already
+    ]
+    issues = {claim.issue_id: claim.issue for claim in selected if claim.released_at is None}
+    for issue_id, issue in issues.items():
+        with transaction.atomic():
+            released = file_claims.release_claims(
+                claims.filter(issue_id=issue_id), ReleaseReason.OVERRIDDEN
+            )
+            if released:
+                tell_issue(
+                    issue,
+                    f"Operator {operator} force-released file claims of issue {issue_id}: "
+                    + ", ".join(released)
+                    + ".",
+                )
+        outcome.done += [f"{path} (issue {issue_id})" for path in released]
+    return outcome
+
+
+def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str) -> Outcome:
+    """Release each lock ``overridden``; its run, if still running, ends ``cancelled``
+    with the reason, instead of staying ``running`` without a lock."""
+    outcome = Outcome()
+    for lock in locks.select_related("worktree", "run__issue__workspace").order_by("pk"):
+        name = f"lock on worktree {lock.worktree.slug}"
+        with transaction.atomic():
+            if not release_unreleased(
+                WorktreeLock.objects.filter(pk=lock.pk), ReleaseReason.OVERRIDDEN
+            ):
+                outcome.refused.append(f"{name}: already released")
+                continue
+            reason = f"Worktree {lock.worktree.slug!r} was force-released by operator {operator}."
+            cancelled = lock.run_id is not None and Run.objects.filter(
+                pk=lock.run_id, status=Run.Status.RUNNING
+            ).update(status=Run.Status.CANCELLED, error_detail=reason, finished_at=DbNow())
+            if lock.run is not None:
+                tell_issue(
+                    lock.run.issue,
+                    reason + (f" Run {lock.run_id} was cancelled." if cancelled else ""),
+                )
+        outcome.done.append(name + (f" (run {lock.run_id} cancelled)" if cancelled else ""))
+    return outcome
+
+
+def end_sessions(*, sessions: QuerySet[AgentSession]) -> Outcome:
+    """End each session cleanly: what it holds is released ``agent_ended``."""
+    outcome = Outcome()
+    for session in sessions.select_related("workspace", "agent").order_by("pk"):
+        if session.status == AgentSession.Status.ENDED:
+            outcome.refused.append(f"session {session.pk} ({session.agent.name}): already ended")
+            continue
+        agents.end_session(workspace=session.workspace, session_id=session.pk)
+        outcome.done.append(f"session {session.pk} ({session.agent.name})")
+    return outcome
+
+
+def transition_issues(*, issues: QuerySet[Issue], to: str) -> Outcome:
+    """Move each issue as a person would (the review gate passes); each refusal
+    says why (a transition the workflow forbids, a definition of ready not met)."""
+    outcome = Outcome()
+    for issue in issues.select_related("workspace").order_by("pk"):
+        try:
+            workflow.transition_issue(
+                workspace=issue.workspace, issue_id=issue.pk, to=to, by_human=True
+            )
+        except CoordinationError as error:
+            outcome.refused.append(f"#{issue.pk}: {error.detail}")
+        else:
+            outcome.done.append(f"#{issue.pk}")
+    return outcome
+
+
+def revoke_api_keys(*, keys: QuerySet[ApiKey]) -> Outcome:
+    outcome = Outcome()
+    for key in keys.order_by("pk"):
+        if ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        ):
+            outcome.done.append(str(key))
+        else:
+            outcome.refused.append(f"{key}: already revoked")
+    return outcome
