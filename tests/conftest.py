@@ -6,9 +6,11 @@ there. Tests marked ``postgres`` (real concurrency) are deselected on SQLite by
 """
 
 import os
+import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,15 @@ from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace
 from coordination.services import agents
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--window-size=1400,1000",
+)
+BROWSER_WAIT = 20  # seconds; plotly.js is 4.8 MB of script to parse on a cold start
 
 
 @pytest.fixture(autouse=True)
@@ -125,3 +136,24 @@ def run_in_threads(target: Callable[..., Any], args: list[tuple[Any, ...]]) -> l
     for thread in threads:
         thread.join()
     return results
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """Headless Chromium through Debian's chromedriver (``make test`` installs both);
+    without them a test skips locally and fails in CI, like the PostgreSQL tests."""
+    if not (Path(CHROMEDRIVER).exists() and shutil.which("chromium")):
+        if IN_CI:
+            pytest.fail("CI=true: the browser test needs Debian's chromium and chromium-driver")
+        pytest.skip("needs chromium and chromium-driver (make test installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -1,50 +1,14 @@
-"""The managers' pages in a real browser: headless Chromium driven by Selenium.
+"""The managers' pages in a real browser (the ``browser`` fixture of tests/conftest.py).
+Screenshots are saved under the test's tmp dir."""
 
-Debian's ``chromium`` and ``chromium-driver`` are installed by ``make test`` when
-missing; without them the test skips locally and fails in CI, like the PostgreSQL
-tests. Screenshots are saved under the test's tmp dir.
-"""
-
-import shutil
-from collections.abc import Iterator
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
-from tests.conftest import IN_CI
-
-CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--window-size=1400,1000",
-)
-WAIT = 20  # seconds; plotly.js is 4.8 MB of script to parse on a cold start
+from tests.conftest import BROWSER_WAIT
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[object]:
-    if not (Path(CHROMEDRIVER).exists() and shutil.which("chromium")):
-        if IN_CI:
-            pytest.fail("CI=true: the browser test needs Debian's chromium and chromium-driver")
-        pytest.skip("needs chromium and chromium-driver (make test installs them)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def test_manager_logs_in_drills_into_the_heatmap_and_reads_health(browser, live_server, tmp_path):
@@ -57,7 +21,7 @@ def test_manager_logs_in_drills_into_the_heatmap_and_reads_health(browser, live_
         "seed_demo", "--agents", "6", "--days", "4", "--password", "manager-pw", stdout=StringIO()
     )
     driver = browser
-    wait = WebDriverWait(driver, WAIT)
+    wait = WebDriverWait(driver, BROWSER_WAIT)
 
     driver.get(f"{live_server.url}/")
     wait.until(ec.presence_of_element_located((By.NAME, "username"))).send_keys("manager")
