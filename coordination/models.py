@@ -35,7 +35,7 @@ class Workspace(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="projektor_workspaces"
     )
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     def __str__(self) -> str:
         return self.slug
@@ -55,7 +55,7 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True)
     key_prefix = models.CharField(max_length=12, help_text="First characters, to recognise it.")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -82,7 +82,7 @@ class Worktree(models.Model):
     name = models.CharField(max_length=200)
     path = models.CharField(max_length=1024, blank=True)
     branch = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         constraints = [
@@ -101,7 +101,7 @@ class Project(models.Model):
     primary_worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         constraints = [
@@ -125,7 +125,7 @@ class Agent(models.Model):
     worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         constraints = [
@@ -152,8 +152,8 @@ class AgentSession(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
-    started_at = models.DateTimeField(db_default=DbNow())
-    last_heartbeat_at = models.DateTimeField(db_default=DbNow())
+    started_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    last_heartbeat_at = models.DateTimeField(db_default=DbNow(), editable=False)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     objects = AgentSessionQuerySet.as_manager()
@@ -197,7 +197,7 @@ class Issue(models.Model):
     assignee = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_issues"
     )
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -235,7 +235,7 @@ class IssueLease(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
-    acquired_at = models.DateTimeField(db_default=DbNow())
+    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 
@@ -267,7 +267,7 @@ class WipCapDenial(models.Model):
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     limit = models.PositiveIntegerField()
-    occurred_at = models.DateTimeField(db_default=DbNow())
+    occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         db_table = "wip_cap_denials"  # the original schema's name (DESIGN.md)
@@ -294,7 +294,7 @@ class FileClaim(models.Model):
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     path = models.CharField(max_length=1024)
-    claimed_at = models.DateTimeField(db_default=DbNow())
+    claimed_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 
@@ -334,7 +334,7 @@ class ClaimConflict(models.Model):
     )
     holding_agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     forced = models.BooleanField(default=False)
-    occurred_at = models.DateTimeField(db_default=DbNow())
+    occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         db_table = "claim_conflicts"  # the original schema's name (DESIGN.md)
@@ -355,7 +355,7 @@ class Message(models.Model):
     body = models.TextField()
     session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(db_default=DbNow())
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
         indexes = [models.Index(fields=["workspace", "scope", "created_at"])]
@@ -407,7 +407,7 @@ class Run(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     error = models.CharField(max_length=32, choices=Error.choices, blank=True)
     error_detail = models.TextField(blank=True, help_text="What the operator needs to fix.")
-    started_at = models.DateTimeField(db_default=DbNow())
+    started_at = models.DateTimeField(db_default=DbNow(), editable=False)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
@@ -428,7 +428,7 @@ class WorktreeLock(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="worktree_locks"
     )
     run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="locks")
-    acquired_at = models.DateTimeField(db_default=DbNow())
+    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
 

@@ -95,6 +95,7 @@ class AgentAdmin(admin.ModelAdmin):
 
 @admin.register(m.Worktree)
 class WorktreeAdmin(admin.ModelAdmin):
+    form = forms.WorktreeAdminForm
     list_display = ["slug", "name", "workspace", "path", "branch"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]

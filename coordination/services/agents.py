@@ -7,6 +7,7 @@ from coordination.errors import SessionEnded
 from coordination.liveness import DbNow
 from coordination.models import Agent, AgentSession, ReleaseReason, Workspace
 from coordination.services import file_claims, leases, worktrees
+from coordination.services.projects import reference_in
 
 
 def register_session(
@@ -18,7 +19,8 @@ def register_session(
     worktree_slug: str | None = None,
 ) -> AgentSession:
     """Open a new session; an existing agent name is reused (role etc. updated if given)."""
-    worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
+    with reference_in("worktree"):
+        worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
     with transaction.atomic():
         agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
         changed = []

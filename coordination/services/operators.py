@@ -76,11 +76,17 @@ def force_release_file_claims(*, claims: QuerySet[FileClaim], operator: str) -> 
     outcome.refused += [
         f"{claim.path} (issue {claim.issue_id}): already released" for claim in already
     ]
-    issues = {claim.issue_id: claim.issue for claim in selected if claim.released_at is None}
-    for issue_id, issue in issues.items():
+    pending: dict[int, list[int]] = {}
+    for claim in selected:
+        if claim.released_at is None:
+            pending.setdefault(claim.issue_id, []).append(claim.pk)
+    issues = {claim.issue_id: claim.issue for claim in selected}
+    for issue_id, pks in pending.items():
+        issue = issues[issue_id]
         with transaction.atomic():
+            # A plain queryset by id: the admin's carries outer joins FOR UPDATE refuses.
             released = file_claims.release_claims(
-                claims.filter(issue_id=issue_id), ReleaseReason.OVERRIDDEN
+                FileClaim.objects.filter(pk__in=pks), ReleaseReason.OVERRIDDEN
             )
             if released:
                 tell_issue(

@@ -1,5 +1,7 @@
 """Projects and issues: creation and edits (status changes go through workflow)."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -10,6 +12,19 @@ from coordination.models import Issue, Project, Workspace
 from coordination.services import workflow
 
 
+@contextmanager
+def reference_in(field: str) -> Iterator[None]:
+    """Name the body field whose slug or name is not a row of the workspace.
+
+    Lookups are scoped by workspace, so a row of another workspace is unknown here
+    (400 ``invalid``, invariant 9); the database refuses such a link as well."""
+    try:
+        yield
+    except InvalidInput as error:
+        error.extra.setdefault("field", field)
+        raise
+
+
 def create_project(
     *,
     workspace: Workspace,
@@ -18,7 +33,8 @@ def create_project(
     agent_wip_limit: int = 3,
     primary_worktree: str | None = None,
 ) -> Project:
-    worktree = selectors.get_worktree(workspace, primary_worktree) if primary_worktree else None
+    with reference_in("primary_worktree"):
+        worktree = selectors.get_worktree(workspace, primary_worktree) if primary_worktree else None
     try:
         with transaction.atomic():
             return Project.objects.create(
@@ -35,7 +51,8 @@ def create_project(
 def update_project(*, workspace: Workspace, project: Project, changes: dict[str, Any]) -> Project:
     if "primary_worktree" in changes:
         slug = changes.pop("primary_worktree")
-        project.primary_worktree = selectors.get_worktree(workspace, slug) if slug else None
+        with reference_in("primary_worktree"):
+            project.primary_worktree = selectors.get_worktree(workspace, slug) if slug else None
     for field, value in changes.items():
         setattr(project, field, value)
     try:
@@ -50,13 +67,16 @@ def resolve_issue_references(workspace: Workspace, changes: dict[str, Any]) -> d
     """Turn the body's slugs and names into the workspace's rows (unknown: 400)."""
     resolved = dict(changes)
     if "project" in resolved:
-        resolved["project"] = selectors.get_project(workspace, resolved["project"])
+        with reference_in("project"):
+            resolved["project"] = selectors.get_project(workspace, resolved["project"])
     if "worktree" in resolved:
         slug = resolved["worktree"]
-        resolved["worktree"] = selectors.get_worktree(workspace, slug) if slug else None
+        with reference_in("worktree"):
+            resolved["worktree"] = selectors.get_worktree(workspace, slug) if slug else None
     if "assignee" in resolved:
         name = resolved["assignee"]
-        resolved["assignee"] = selectors.get_agent(workspace, name) if name else None
+        with reference_in("assignee"):
+            resolved["assignee"] = selectors.get_agent(workspace, name) if name else None
     return resolved
 
 

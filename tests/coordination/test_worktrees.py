@@ -7,7 +7,7 @@ import pytest
 from mypy import api as mypy_api
 
 from coordination.errors import InvalidInput, WorktreeUnresolved
-from coordination.models import Agent, Run, Worktree
+from coordination.models import Agent, Issue, Run, Worktree
 from coordination.services import worktrees
 from coordination.services.worktrees import (
     ExclusiveLock,
@@ -113,10 +113,12 @@ def test_no_filesystem_is_no_lock_even_with_worktrees_configured(
 
 
 def test_a_worktree_of_another_workspace_is_never_locked(
-    make_issue, agent, other_workspace, make_worktree
+    project, agent, other_workspace, make_worktree
 ):
+    """The database refuses such a link (test_workspace_links); resolution refuses
+    it too, as a second layer, for an issue built in memory."""
     foreign = make_worktree("foreign", ws=other_workspace)
-    issue = make_issue(worktree=foreign)
+    issue = Issue(workspace=project.workspace, project=project, title="Foreign", worktree=foreign)
 
     with pytest.raises(WorktreeConfigurationError):
         resolve_run_lock(issue=issue, agent=agent)
