@@ -13,6 +13,16 @@ from coordination.admin.reporting import report
 from coordination.services import operators
 
 
+class KeptAdmin(admin.ModelAdmin):
+    """Rows that coordination state points at are never deleted here: deleting an
+    issue would erase its contention log, an agent its sessions (orphaning their
+    leases), a worktree its locks. Issues are cancelled instead; a whole tenant
+    goes by deleting its workspace."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(m.Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
@@ -48,7 +58,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(KeptAdmin):
     form = forms.ProjectAdminForm
     list_display = ["key", "name", "workspace", "agent_wip_limit", "primary_worktree"]
     list_filter = ["workspace"]
@@ -74,7 +84,7 @@ def transition_action(to: str) -> Callable[..., None]:
 
 
 @admin.register(m.Issue)
-class IssueAdmin(admin.ModelAdmin):
+class IssueAdmin(KeptAdmin):
     form = forms.IssueAdminForm
     list_display = ["id", "title", "project", "status", "requires_filesystem", "assignee"]
     list_filter = ["status", "project", "requires_filesystem", "workspace"]
@@ -85,7 +95,7 @@ class IssueAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(KeptAdmin):
     form = forms.AgentAdminForm
     list_display = ["name", "workspace", "role", "department", "worktree"]
     list_filter = ["workspace", "role", "department"]
@@ -94,7 +104,7 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Worktree)
-class WorktreeAdmin(admin.ModelAdmin):
+class WorktreeAdmin(KeptAdmin):
     form = forms.WorktreeAdminForm
     list_display = ["slug", "name", "workspace", "path", "branch"]
     list_filter = ["workspace"]

@@ -161,6 +161,14 @@ def test_state_cannot_be_added_edited_or_deleted_even_by_a_superuser(operator, w
     assert model._default_manager.filter(pk=row.pk).exists()
 
 
+@pytest.mark.parametrize("model", [m.Project, Issue, m.Agent, Worktree], ids=lambda m: m.__name__)
+def test_rows_that_state_points_at_cannot_be_deleted(operator, workspace, model):
+    populate(workspace, 1)
+    row = model._default_manager.order_by("pk").first()
+    assert operator.post(url(model, "delete", row.pk), {"post": "yes"}).status_code == 403
+    assert model._default_manager.filter(pk=row.pk).exists()
+
+
 def test_issue_status_moves_only_through_the_workflow(operator, issue):
     page = operator.get(url(Issue, "change", issue.pk)).content.decode()
     assert 'name="status"' not in page
