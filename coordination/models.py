@@ -182,14 +182,30 @@ class Issue(models.Model):
         DONE = "done"
         CANCELLED = "cancelled"
 
+    class Priority(models.IntegerChoices):
+        """Linear's scale: 0 means none, and sorts after the four real ones."""
+
+        NONE = 0
+        URGENT = 1
+        HIGH = 2
+        MEDIUM = 3
+        LOW = 4
+
     # Closing releases the lease and file claims; a closed issue cannot be leased.
     CLOSED_STATUSES = frozenset({Status.DONE, Status.CANCELLED})
+    # Entering these needs a completion report once the issue has ever been leased.
+    REPORTED_STATUSES = frozenset({Status.IN_REVIEW, Status.DONE})
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="issues")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="issues")
     title = models.CharField(max_length=300)
     description = models.TextField(blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.BACKLOG)
+    priority = models.PositiveSmallIntegerField(
+        choices=Priority.choices, default=Priority.NONE, db_default=Priority.NONE
+    )
+    # {"summary", "verification", "pr_link"?}: what the worker says it did and how it checked.
+    report = models.JSONField(null=True, blank=True, editable=False)
     requires_filesystem = models.BooleanField(default=False)
     worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from coordination import models as m
 from coordination.admin import forms
 from coordination.admin.reporting import report
-from coordination.services import operators
+from coordination.services import operators, workflow
 
 
 class KeptAdmin(admin.ModelAdmin):
@@ -86,12 +86,27 @@ def transition_action(to: str) -> Callable[..., None]:
 @admin.register(m.Issue)
 class IssueAdmin(KeptAdmin):
     form = forms.IssueAdminForm
-    list_display = ["id", "title", "project", "status", "requires_filesystem", "assignee"]
-    list_filter = ["status", "project", "requires_filesystem", "workspace"]
+    list_display = [
+        "id",
+        "title",
+        "project",
+        "status",
+        "priority",
+        "requires_filesystem",
+        "assignee",
+    ]
+    list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
     list_select_related = ["project", "assignee"]
     search_fields = ["title", "description"]
-    readonly_fields = ["status"]  # moved only by the transition actions
+    # Status moves only by the transition actions; the report is the worker's word.
+    readonly_fields = ["status", "completion_report"]
     actions = [transition_action(status) for status in m.Issue.Status]
+
+    @admin.display(description="completion report")
+    def completion_report(self, obj: m.Issue) -> str:
+        if not obj.report:
+            return "—"
+        return workflow.report_message(obj.report)
 
 
 @admin.register(m.Agent)

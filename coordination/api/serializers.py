@@ -5,6 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
+from coordination.services.workflow import REPORT_LIMITS
 
 MAX_ID = 2**63 - 1
 
@@ -33,6 +34,17 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """A choice given as its JSON type: ``"1"`` is not the priority 1."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("invalid_choice", input=data)
+        if isinstance(data, str) and any(isinstance(key, int) for key in self.choices):
+            self.fail("invalid_choice", input=data)
         return super().to_internal_value(data)
 
 
@@ -127,6 +139,7 @@ class IssueInput(serializers.Serializer):
     title = StrictCharField(max_length=300)
     description = StrictCharField(required=False, allow_blank=True, max_length=100_000)
     status = serializers.ChoiceField(choices=Issue.Status.choices, required=False)
+    priority = StrictChoiceField(choices=Issue.Priority.choices, required=False)
     requires_filesystem = StrictBooleanField(required=False)
     worktree = SlugRefField(required=False, allow_null=True)
     assignee = SlugRefField(required=False, allow_null=True)
@@ -144,8 +157,17 @@ class IssueInput(serializers.Serializer):
         return attrs
 
 
+class ReportSerializer(serializers.Serializer):
+    """A completion report: what was done, how it was verified, where to look."""
+
+    summary = StrictCharField(max_length=REPORT_LIMITS["summary"])
+    verification = StrictCharField(max_length=REPORT_LIMITS["verification"])
+    pr_link = serializers.URLField(required=False, max_length=REPORT_LIMITS["pr_link"])
+
+
 class TransitionInput(serializers.Serializer):
     to = serializers.ChoiceField(choices=Issue.Status.choices)
+    report = ReportSerializer(required=False)
 
 
 class IssueSerializer(serializers.ModelSerializer):
@@ -153,6 +175,7 @@ class IssueSerializer(serializers.ModelSerializer):
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
     assignee = serializers.CharField(source="assignee.name", read_only=True, allow_null=True)
     lease = serializers.SerializerMethodField()
+    report = ReportSerializer(allow_null=True, read_only=True)
 
     class Meta:
         model = Issue
@@ -162,10 +185,12 @@ class IssueSerializer(serializers.ModelSerializer):
             "title",
             "description",
             "status",
+            "priority",
             "requires_filesystem",
             "worktree",
             "assignee",
             "lease",
+            "report",
             "created_at",
             "updated_at",
         ]
@@ -193,3 +218,4 @@ class WorkflowSerializer(serializers.Serializer):
     transitions = serializers.ListField(child=serializers.DictField())
     definition_of_ready = serializers.ListField(child=serializers.DictField())
     gates = serializers.ListField(child=serializers.DictField())
+    report = serializers.DictField()

@@ -123,7 +123,11 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
     def transition(self, request: Request, pk: str) -> Response:
         data = parse(s.TransitionInput, request)
         issue = workflow.transition_issue(
-            workspace=self.workspace, issue_id=int(pk), to=data["to"], by_human=is_human(request)
+            workspace=self.workspace,
+            issue_id=int(pk),
+            to=data["to"],
+            by_human=is_human(request),
+            report=dict(data["report"]) if "report" in data else None,
         )
         return self.render_issue(issue.pk)
 

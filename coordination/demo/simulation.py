@@ -450,8 +450,10 @@ class Simulation:
         return sorted(rows, key=lambda issue: issue.status != S.IN_PROGRESS)
 
     def move(self, issue_id: int, to: str, *, by_human: bool) -> None:
+        # Work handed in for review carries its completion report, as the rule asks.
+        report = demo_report(issue_id) if to == S.IN_REVIEW else None
         workflow.transition_issue(
-            workspace=self.workspace, issue_id=issue_id, to=to, by_human=by_human
+            workspace=self.workspace, issue_id=issue_id, to=to, by_human=by_human, report=report
         )
 
     def post(self, worker: Worker | None, scope: str, body: str) -> None:
@@ -461,3 +463,11 @@ class Simulation:
             body=body,
             session_id=worker.session_id if worker is not None else None,
         )
+
+
+def demo_report(issue_id: int) -> dict[str, str]:
+    return {
+        "summary": f"Implemented issue {issue_id} as described.",
+        "verification": "Unit tests added and the whole suite passes.",
+        "pr_link": f"https://git.example.com/demo/pulls/{issue_id}",
+    }

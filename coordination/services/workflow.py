@@ -6,8 +6,8 @@ from django.db import transaction
 
 from coordination import selectors
 from coordination.errors import Forbidden, InvalidTransition
-from coordination.models import Issue, ReleaseReason, Workspace
-from coordination.services import file_claims, leases
+from coordination.models import Issue, IssueLease, ReleaseReason, Workspace
+from coordination.services import file_claims, leases, messages
 
 S = Issue.Status
 
@@ -22,6 +22,9 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
 
 # A transition only a human (logged-in person or admin) may make; an API key may not.
 HUMAN_GATES: frozenset[tuple[str, str]] = frozenset({(S.IN_REVIEW, S.DONE)})
+
+# A report's limits keep its message within a message body's 10,000 characters.
+REPORT_LIMITS = {"summary": 4000, "verification": 4000, "pr_link": 1000}
 
 DEFINITION_OF_READY: dict[str, str] = {
     "title": "has a title",
@@ -48,6 +51,11 @@ def get_workflow() -> dict[str, Any]:
         "gates": [
             {"from": source, "to": target, "requires": "human"} for source, target in HUMAN_GATES
         ],
+        "report": {
+            "required_for": sorted(Issue.REPORTED_STATUSES),
+            "when": "the issue has ever been leased",
+            "fields": {"summary": "required", "verification": "required", "pr_link": "optional"},
+        },
     }
 
 
@@ -72,13 +80,63 @@ def check_transition(issue: Issue, to: str, *, by_human: bool) -> None:
         check_ready(issue)
 
 
-def transition_issue(*, workspace: Workspace, issue_id: int, to: str, by_human: bool) -> Issue:
-    """Move the issue; closing it releases its lease and file claims ``issue_closed``."""
+def check_report(issue: Issue, to: str, report: dict[str, str] | None) -> None:
+    """Work that was ever leased enters review or done only with a completion report,
+    given now or recorded earlier: what was done and how it was verified."""
+    if (
+        to in Issue.REPORTED_STATUSES
+        and report is None
+        and issue.report is None
+        and IssueLease.objects.filter(issue=issue).exists()
+    ):
+        raise InvalidTransition(
+            f"Issue {issue.pk} was worked on: entering {to} needs a completion report "
+            '{"summary", "verification", "pr_link"?}.',
+            missing=["report"],
+        )
+
+
+def report_message(report: dict[str, str]) -> str:
+    lines = [
+        "Completion report.",
+        f"Summary: {report['summary']}",
+        f"Verification: {report['verification']}",
+    ]
+    if report.get("pr_link"):
+        lines.append(f"Pull request: {report['pr_link']}")
+    return "\n".join(lines)
+
+
+def transition_issue(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    to: str,
+    by_human: bool,
+    report: dict[str, str] | None = None,
+) -> Issue:
+    """Move the issue; closing it releases its lease and file claims ``issue_closed``.
+
+    A ``report`` is recorded on the issue and posted to it; entering ``in_review`` or
+    ``done`` needs one if the issue was ever leased (``missing: ["report"]``).
+    """
     with transaction.atomic():
         issue = selectors.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
+        check_report(issue, to, report)
         issue.status = to
-        issue.save(update_fields=["status", "updated_at"])
+        changed = ["status", "updated_at"]
+        if report is not None:
+            issue.report = report
+            changed.append("report")
+        issue.save(update_fields=changed)
+        if report is not None:
+            messages.record_message(
+                workspace=workspace,
+                scope=messages.issue_scope(issue.pk),
+                body=report_message(report),
+                session=None,
+            )
         if to in Issue.CLOSED_STATUSES:
             leases.release_issue_leases(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
             file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)

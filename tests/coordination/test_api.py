@@ -311,7 +311,8 @@ def test_logged_in_non_member_gets_404(workspace, make_issue):
 
 def test_workflow_endpoint(api):
     body = api.get(f"{V1}/workflow/").json()
-    assert set(body) == {"states", "transitions", "definition_of_ready", "gates"}
+    assert set(body) == {"states", "transitions", "definition_of_ready", "gates", "report"}
+    assert body["report"]["required_for"] == ["done", "in_review"]
 
 
 def test_issue_filters(api, make_issue, make_session):

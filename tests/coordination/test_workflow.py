@@ -16,9 +16,12 @@ ALLOWED = {
 }
 
 
-def move(workspace, issue, to, *, by_human=False):
+REPORT = {"summary": "Fixed the flow.", "verification": "Ran the login tests."}
+
+
+def move(workspace, issue, to, *, by_human=False, report=None):
     return workflow.transition_issue(
-        workspace=workspace, issue_id=issue.pk, to=to, by_human=by_human
+        workspace=workspace, issue_id=issue.pk, to=to, by_human=by_human, report=report
     )
 
 
@@ -87,7 +90,7 @@ def test_closing_releases_lease_and_file_claims(workspace, make_issue, make_sess
     leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
     FileClaim.objects.create(workspace=workspace, issue=issue, session=session, path="src/a.py")
 
-    move(workspace, issue, closing, by_human=True)
+    move(workspace, issue, closing, by_human=True, report=REPORT)
 
     assert IssueLease.objects.get().release_reason == ReleaseReason.ISSUE_CLOSED
     assert FileClaim.objects.get().release_reason == ReleaseReason.ISSUE_CLOSED
@@ -111,3 +114,58 @@ def test_an_edit_from_a_stale_copy_keeps_a_newer_status(workspace, make_issue):
     projects.update_issue(workspace=workspace, issue=stale, fields={"title": "Renamed"})
     issue.refresh_from_db()
     assert (issue.status, issue.title) == (Issue.Status.CANCELLED, "Renamed")
+
+
+# --- completion reports ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source,target",
+    [
+        (Issue.Status.IN_PROGRESS, Issue.Status.IN_REVIEW),
+        (Issue.Status.IN_REVIEW, Issue.Status.DONE),
+    ],
+)
+def test_worked_on_issue_needs_a_report_to_enter_review_or_done(
+    workspace, make_issue, make_session, source, target
+):
+    issue = make_issue(status=source)
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=make_session().pk)
+    with pytest.raises(InvalidTransition) as refused:
+        move(workspace, issue, target, by_human=True)
+    assert refused.value.extra["missing"] == ["report"]
+    issue.refresh_from_db()
+    assert issue.status == source and issue.report is None
+
+    move(workspace, issue, target, by_human=True, report=REPORT)
+    issue.refresh_from_db()
+    assert (issue.status, issue.report) == (target, REPORT)
+
+
+def test_a_recorded_report_carries_the_issue_on_to_done(workspace, make_issue, make_session):
+    issue = make_issue(status=Issue.Status.IN_PROGRESS)
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=make_session().pk)
+    move(workspace, issue, Issue.Status.IN_REVIEW, report=REPORT)
+    move(workspace, issue, Issue.Status.DONE, by_human=True)  # the report is on record
+    assert Issue.objects.get(pk=issue.pk).status == Issue.Status.DONE
+
+
+def test_a_never_leased_issue_needs_no_report(workspace, make_issue):
+    issue = make_issue(status=Issue.Status.IN_PROGRESS)
+    move(workspace, issue, Issue.Status.IN_REVIEW)
+    assert Issue.objects.get(pk=issue.pk).report is None
+
+
+def test_the_report_is_posted_to_the_issue(workspace, make_issue, make_session):
+    from coordination.models import Message
+
+    issue = make_issue(status=Issue.Status.IN_PROGRESS)
+    move(
+        workspace,
+        issue,
+        Issue.Status.IN_REVIEW,
+        report={**REPORT, "pr_link": "https://git.example.com/pr/7"},
+    )
+    body = Message.objects.get(scope=f"issue:{issue.pk}").body
+    assert "Fixed the flow." in body and "Ran the login tests." in body
+    assert "https://git.example.com/pr/7" in body

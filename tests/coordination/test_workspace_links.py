@@ -155,7 +155,6 @@ def admin_url(model, action, *args):
 
 
 # Sent with every admin POST: harmless where the admin shows no such field.
-CREATED_AT = {"created_at_0": "2026-01-05", "created_at_1": "10:00:00"}
 
 
 def form_errors(response):
@@ -164,9 +163,15 @@ def form_errors(response):
 
 
 def issue_data(workspace, project, **links):
-    data = {"workspace": workspace.pk, "project": project.pk, "title": "T", "description": "D"}
+    data = {
+        "workspace": workspace.pk,
+        "project": project.pk,
+        "title": "T",
+        "description": "D",
+        "priority": 0,
+    }
     data |= {name: value.pk for name, value in links.items()}
-    return data | CREATED_AT
+    return data
 
 
 @pytest.mark.parametrize("field", ["worktree", "assignee", "project"])
@@ -197,7 +202,7 @@ def test_admin_change_issue_to_a_worktree_of_another_workspace_is_refused(
 def test_admin_add_agent_with_a_worktree_of_another_workspace_is_refused(
     operator, workspace, their_only
 ):
-    data = {"workspace": workspace.pk, "name": "coder-9", "worktree": their_only.pk} | CREATED_AT
+    data = {"workspace": workspace.pk, "name": "coder-9", "worktree": their_only.pk}
 
     errors = form_errors(operator.post(admin_url(Agent, "add"), data))
 
@@ -208,7 +213,7 @@ def test_admin_add_agent_with_a_worktree_of_another_workspace_is_refused(
 def test_admin_change_agent_to_a_worktree_of_another_workspace_is_refused(
     operator, workspace, agent, their_only
 ):
-    data = {"workspace": workspace.pk, "name": agent.name, "worktree": their_only.pk} | CREATED_AT
+    data = {"workspace": workspace.pk, "name": agent.name, "worktree": their_only.pk}
 
     errors = form_errors(operator.post(admin_url(Agent, "change", agent.pk), data))
 
@@ -225,7 +230,7 @@ def test_admin_add_project_with_a_primary_worktree_of_another_workspace_is_refus
         "name": "Web",
         "agent_wip_limit": 3,
         "primary_worktree": their_only.pk,
-    } | CREATED_AT
+    }
 
     errors = form_errors(operator.post(admin_url(Project, "add"), data))
 
@@ -242,7 +247,7 @@ def test_admin_change_project_to_a_primary_worktree_of_another_workspace_is_refu
         "name": project.name,
         "agent_wip_limit": 3,
         "primary_worktree": their_only.pk,
-    } | CREATED_AT
+    }
 
     errors = form_errors(operator.post(admin_url(Project, "change", project.pk), data))
 
@@ -274,7 +279,7 @@ def test_admin_add_form_for_a_known_workspace_offers_only_its_rows(
 
 
 def test_admin_cannot_move_an_existing_row_to_another_workspace(operator, agent, other_workspace):
-    data = {"workspace": other_workspace.pk, "name": agent.name} | CREATED_AT
+    data = {"workspace": other_workspace.pk, "name": agent.name}
 
     response = operator.post(admin_url(Agent, "change", agent.pk), data)
 
