@@ -2,7 +2,19 @@
 a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
 other unknown reference in a body is 400 (DESIGN.md, error shape)."""
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.functions import Trim
 
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import (
@@ -52,6 +64,37 @@ def issues(workspace: Workspace) -> QuerySet[Issue]:
         .prefetch_related(Prefetch("leases", queryset=unreleased, to_attr="unreleased_leases"))
         .order_by("-id")
     )
+
+
+def ready_issues(
+    workspace: Workspace, *, project: Project | None = None, include_not_ready: bool = False
+) -> QuerySet[Issue]:
+    """The ready queue [get_ready_issues]: issues in ``todo`` that meet the definition
+    of ready and have no live lease, urgent first (priority 1, 2, 3, 4, then 0 for
+    none), oldest first within a priority. With ``include_not_ready``, the other open
+    issues without a live lease follow, in the same order (``is_ready`` tells them
+    apart; ``workflow.missing_for_work`` says what each lacks)."""
+    live_lease = Exists(IssueLease.objects.live().filter(issue=OuterRef("pk")))
+    ready = Q(status=Issue.Status.TODO) & ~Q(title_trim="") & ~Q(description_trim="")
+    rows = (
+        issues(workspace)
+        .exclude(status__in=Issue.CLOSED_STATUSES)
+        .filter(~live_lease)
+        .alias(title_trim=Trim("title"), description_trim=Trim("description"))
+        .annotate(
+            is_ready=Case(When(ready, then=True), default=False),
+            rank=Case(
+                When(priority=Issue.Priority.NONE, then=Value(5)),
+                default=F("priority"),
+                output_field=IntegerField(),
+            ),
+        )
+    )
+    if project is not None:
+        rows = rows.filter(project=project)
+    if not include_not_ready:
+        rows = rows.filter(is_ready=True)
+    return rows.order_by("-is_ready", "rank", "created_at", "id")
 
 
 def wip_cap_denials(workspace: Workspace) -> QuerySet[WipCapDenial]:

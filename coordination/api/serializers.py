@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
-from coordination.services.workflow import REPORT_LIMITS
+from coordination.services.workflow import REPORT_LIMITS, missing_for_work
 
 MAX_ID = 2**63 - 1
 
@@ -200,6 +200,29 @@ class IssueSerializer(serializers.ModelSerializer):
         if unreleased is None:  # not fetched through selectors.issues()
             unreleased = list(IssueLease.objects.unreleased().with_live().filter(issue=issue))
         return LeaseSerializer(unreleased[0]).data if unreleased else None
+
+
+class ReadyQuery(serializers.Serializer):
+    project = SlugRefField(required=False, max_length=32)
+    include_not_ready = serializers.BooleanField(required=False, default=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        flag = data.get("include_not_ready")
+        if flag is not None and str(flag).lower() not in {"true", "false", "1", "0"}:
+            raise serializers.ValidationError({"include_not_ready": "Use true or false."})
+        return super().to_internal_value(data)
+
+
+class QueuedIssueSerializer(IssueSerializer):
+    """An issue of the ready queue; with ``include_not_ready``, what it lacks."""
+
+    missing = serializers.SerializerMethodField()
+
+    class Meta(IssueSerializer.Meta):
+        fields = [*IssueSerializer.Meta.fields, "missing"]
+
+    def get_missing(self, issue: Issue) -> list[str]:
+        return missing_for_work(issue)
 
 
 class WipCapDenialSerializer(serializers.ModelSerializer):

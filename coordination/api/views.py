@@ -105,6 +105,20 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
         issue = selectors.issues(self.workspace).get(pk=issue_id)
         return Response(s.IssueSerializer(issue).data, **kwargs)
 
+    @extend_schema(parameters=[s.ReadyQuery], responses=s.QueuedIssueSerializer(many=True))
+    @action(detail=False, methods=["get"], filterset_class=None)
+    def ready(self, request: Request) -> Response:
+        query = s.ReadyQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        key = query.validated_data.get("project")
+        rows = selectors.ready_issues(
+            self.workspace,
+            project=selectors.get_project(self.workspace, key) if key else None,
+            include_not_ready=query.validated_data["include_not_ready"],
+        )
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(s.QueuedIssueSerializer(page, many=True).data)
+
     @extend_schema(request=s.IssueInput, responses={201: s.IssueSerializer})
     def create(self, request: Request) -> Response:
         issue = projects.create_issue(workspace=self.workspace, fields=parse(s.IssueInput, request))

@@ -37,6 +37,13 @@ def missing_for_ready(issue: Issue) -> list[str]:
     return [field for field in DEFINITION_OF_READY if not str(getattr(issue, field)).strip()]
 
 
+def missing_for_work(issue: Issue) -> list[str]:
+    """What keeps an open issue out of the ready queue: the definition-of-ready
+    items it lacks, and ``status`` unless it is in ``todo``."""
+    missing = missing_for_ready(issue)
+    return missing if issue.status == S.TODO else [*missing, "status"]
+
+
 def get_workflow() -> dict[str, Any]:
     return {
         "states": [state.value for state in S],
