@@ -8,6 +8,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 
 from coordination.api.serializers import MAX_ID
+from coordination.liveness import live_q
 from coordination.models import (
     AgentSession,
     ClaimConflict,
@@ -161,6 +162,20 @@ class ClaimConflictFilter(PathFilterSet):
 class MessageFilter(filters.FilterSet):
     scope = filters.CharFilter()
     since = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    agent = filters.CharFilter(method="filter_agent", max_length=100)
+
+    def filter_agent(self, queryset: QuerySet[Message], name: str, value: str) -> QuerySet[Message]:
+        """What concerns the agent, in one call: posts to ``agent:<name>`` and to the
+        issues it holds a live lease or a live file claim on."""
+        leased = IssueLease.objects.live().filter(agent__name=value).values_list("issue_id")
+        claimed = (
+            FileClaim.objects.filter(released_at__isnull=True, agent__name=value)
+            .filter(live_q("session__"))
+            .values_list("issue_id")
+        )
+        issue_ids = {issue_id for (issue_id,) in leased.union(claimed)}
+        scopes = [f"agent:{value}", *(f"issue:{issue_id}" for issue_id in sorted(issue_ids))]
+        return queryset.filter(scope__in=scopes)
 
     class Meta:
         model = Message

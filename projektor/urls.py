@@ -17,6 +17,7 @@ urlpatterns = [
     path("workspaces/<slug:slug>/heatmap/", pages.heatmap_page, name="heatmap"),
     path("workspaces/<slug:slug>/health/", pages.health_page, name="health"),
     path("admin/", admin.site.urls),
+    path("guard/", include("coordination.guard.urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("coordination.api.urls")),

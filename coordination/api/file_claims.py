@@ -88,6 +88,17 @@ class ReleasedFilesSerializer(serializers.Serializer):
     released = serializers.ListField(child=serializers.CharField())
 
 
+class FileCheckInput(serializers.Serializer):
+    issue = IdField()
+    paths = serializers.ListField(
+        child=PathField(), min_length=1, max_length=file_claims.MAX_CHECK_PATHS
+    )
+
+
+class FileCheckSerializer(serializers.Serializer):
+    conflicts = HolderSerializer(many=True)
+
+
 class ClaimConflictSerializer(serializers.ModelSerializer):
     rejected_agent = serializers.CharField(
         source="rejected_agent.name", read_only=True, allow_null=True
@@ -168,6 +179,26 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
             session_id=data.get("session"),
         )
         return Response(ReleasedFilesSerializer({"released": released}).data)
+
+    @extend_schema(
+        request=FileCheckInput,
+        responses={
+            200: FileCheckSerializer,
+            404: OpenApiResponse(description="not_found: the issue is not in this workspace"),
+        },
+        description=(
+            "Which of the paths (1-1000) a claim by this issue would be refused: those held "
+            "by another issue's live claim or by a claim with no session. Read-only: it "
+            "claims nothing, logs no conflict and reclaims nothing."
+        ),
+    )
+    @action(detail=False, methods=["post"])
+    def check(self, request: Request) -> Response:
+        data = parse(FileCheckInput, request)
+        conflicts = file_claims.check_files(
+            workspace=self.workspace, issue_id=data["issue"], paths=data["paths"]
+        )
+        return Response(FileCheckSerializer({"conflicts": conflicts}).data)
 
 
 class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):

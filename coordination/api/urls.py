@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import file_claims, runs, views
+from coordination.api import file_claims, runs, views, work
 from heatmap.api import HeatmapView
 
 router = DefaultRouter(trailing_slash=True)
@@ -20,5 +20,7 @@ router.register("messages", file_claims.MessageViewSet, basename="message")
 urlpatterns = [
     path("workflow/", views.WorkflowView.as_view(), name="workflow"),
     path("heatmap/", HeatmapView.as_view(), name="heatmap"),
+    path("work/start/", work.StartWorkView.as_view(), name="work-start"),
+    path("work/finish/", work.FinishWorkView.as_view(), name="work-finish"),
     *router.urls,
 ]

@@ -42,6 +42,7 @@ from coordination import selectors
 from coordination.errors import FileConflict, InvalidInput, InvalidTransition, SessionNotLive
 from coordination.liveness import db_now_sql, live_q
 from coordination.models import (
+    Agent,
     AgentSession,
     ClaimConflict,
     FileClaim,
@@ -328,15 +329,18 @@ def log_conflicts(
     session: AgentSession | None,
     holders: list[FileClaim],
     forced: bool,
+    agent: Agent | None = None,
 ) -> None:
-    """One append-only ``claim_conflicts`` row per contested path (invariant 8)."""
+    """One append-only ``claim_conflicts`` row per contested path (invariant 8).
+    The rejected agent is the session's, or ``agent`` for a claimer without one."""
+    rejected_agent_id = session.agent_id if session is not None else (agent.pk if agent else None)
     ClaimConflict.objects.bulk_create(
         ClaimConflict(
             workspace=workspace,
             path=claim.path,
             rejected_issue=issue,
             rejected_session=session,
-            rejected_agent_id=session.agent_id if session is not None else None,
+            rejected_agent_id=rejected_agent_id,
             holding_issue_id=claim.issue_id,
             holding_session_id=claim.session_id,
             holding_agent_id=claim.agent_id,
@@ -349,7 +353,11 @@ def log_conflicts(
 def announce_override(
     *, workspace: Workspace, issue: Issue, session: AgentSession | None, holders: list[Holder]
 ) -> None:
-    """Tell the claiming issue's readers whose files were taken, by issue."""
+    """Tell everyone concerned at once, not at their next failed write: the claiming
+    issue (whose files it took), each displaced issue and each displaced agent (which
+    of its paths were taken, by which issue and agent)."""
+    taker = session.agent.name if session is not None else None
+    by = f"issue {issue.pk}" + (f" ({taker})" if taker else "")
     lost: dict[int, list[str]] = {}
     for holder in holders:
         lost.setdefault(holder.issue, []).append(holder.path)
@@ -357,12 +365,25 @@ def announce_override(
         f"issue {displaced} ({len(taken)} path{'s' if len(taken) > 1 else ''}: {', '.join(taken)})"
         for displaced, taken in sorted(lost.items())
     ]
-    body = f"Issue {issue.pk} took file claims by force from " + "; ".join(parts) + "."
-    if len(body) > messages.MAX_BODY_CHARS:
-        body = body[: messages.MAX_BODY_CHARS - 1] + "…"
-    messages.record_message(
-        workspace=workspace, scope=messages.issue_scope(issue.pk), body=body, session=session
-    )
+    posts = {
+        messages.issue_scope(issue.pk): f"Issue {issue.pk} took file claims by force from "
+        + "; ".join(parts)
+        + "."
+    }
+    for displaced, taken in sorted(lost.items()):
+        posts[messages.issue_scope(displaced)] = (
+            f"{by} took by force the file claims of issue {displaced} on: {', '.join(taken)}."
+        )
+    by_agent: dict[str, list[str]] = {}
+    for holder in holders:
+        if holder.agent is not None:
+            by_agent.setdefault(holder.agent, []).append(f"{holder.path} (issue {holder.issue})")
+    for name, taken in sorted(by_agent.items()):
+        posts[f"agent:{name}"] = f"{by} took by force your file claims on: {', '.join(taken)}."
+    for scope, body in posts.items():
+        if len(body) > messages.MAX_BODY_CHARS:
+            body = body[: messages.MAX_BODY_CHARS - 1] + "…"
+        messages.record_message(workspace=workspace, scope=scope, body=body, session=session)
 
 
 # --- release ----------------------------------------------------------------------------
@@ -409,3 +430,39 @@ def release_session_claims(*, session: AgentSession, reason: str) -> int:
 
 def release_issue_claims(*, issue: Issue, reason: str) -> int:
     return len(release_claims(FileClaim.objects.filter(issue=issue), reason))
+
+
+# --- check (read-only) -----------------------------------------------------------------
+
+# A pre-commit guard sends every staged path at once, so a check takes more than a claim.
+MAX_CHECK_PATHS = 1000
+
+
+def check_files(*, workspace: Workspace, issue_id: int, paths: Sequence[str]) -> list[Holder]:
+    """The paths ``claim_files`` would refuse to this issue, with their holders.
+
+    The same classification as a claim, read-only: an unreleased claim of another
+    issue is a conflict when its holder session is live or when it has no session
+    (held until forced); a dead holder is not, since a claim would reclaim it. Paths
+    are checked and normalised like a claim's (1-``MAX_CHECK_PATHS`` of them).
+    Nothing is written: no claim, no ``claim_conflicts`` row, no reclaim.
+    """
+    issue = selectors.get_issue(workspace, issue_id)
+    if isinstance(paths, str):  # one path, not its letters
+        raise InvalidInput("Give the paths as a list of strings.", field="paths")
+    if not 1 <= len(paths) <= MAX_CHECK_PATHS:
+        raise InvalidInput(
+            f"Give 1 to {MAX_CHECK_PATHS} paths, not {len(paths)}.",
+            field="paths",
+            count=len(paths),
+        )
+    wanted = normalise_paths(paths)
+    held = (
+        FileClaim.objects.filter(workspace=workspace, path__in=wanted, released_at__isnull=True)
+        .exclude(issue_id=issue.pk)
+        .annotate(holder_live=Case(When(live_q("session__"), then=True), default=False))
+        .exclude(session__isnull=False, holder_live=False)  # a dead holder: reclaimable
+        .select_related("agent")
+        .order_by("path")
+    )
+    return [Holder.of(claim) for claim in held]

@@ -14,6 +14,7 @@ from coordination.errors import (
 )
 from coordination.liveness import db_now_sql, live_session_sql
 from coordination.models import (
+    Agent,
     AgentSession,
     Issue,
     IssueLease,
@@ -137,19 +138,28 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
             raced = IssueLease.objects.unreleased().select_related("agent").filter(issue=issue)
             if (winner := raced.first()) is not None:  # the unique index said no, not the cap
                 raise lease_held(winner)
-            WipCapDenial.objects.create(
-                workspace=workspace,
-                project_id=issue.project_id,
-                issue=issue,
-                session=session,
-                agent_id=session.agent_id,
-                limit=limit,
+            record_denial(
+                workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
             )
     if lease_id is None:
         raise WipLimitReached(
             f"Project {issue.project.key} already has {limit} live leases.", limit=limit
         )
     return Claimed(lease=selectors.leases(workspace).get(pk=lease_id), created=True)
+
+
+def record_denial(
+    *, workspace: Workspace, issue: Issue, session: AgentSession | None, agent: Agent, limit: int
+) -> WipCapDenial:
+    """The append-only record of a claim the WIP cap refused (invariants 3, 8)."""
+    return WipCapDenial.objects.create(
+        workspace=workspace,
+        project_id=issue.project_id,
+        issue=issue,
+        session=session,
+        agent=agent,
+        limit=limit,
+    )
 
 
 def release_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> IssueLease:

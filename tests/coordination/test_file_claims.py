@@ -302,11 +302,21 @@ def test_force_overrides_live_holders_logs_forced_rows_and_tells_the_issue(
         ("y.py", first.pk, mine.pk, True),
         ("z.py", second.pk, mine.pk, True),
     ]
-    message = Message.objects.get()
-    assert message.scope == f"issue:{mine.pk}"
+    told = {message.scope: message for message in Message.objects.all()}
+    assert set(told) == {
+        f"issue:{mine.pk}",
+        f"issue:{first.pk}",
+        f"issue:{second.pk}",
+        "agent:a",
+        "agent:b",
+    }
+    message = told[f"issue:{mine.pk}"]
     assert (message.session_id, message.agent_id) == (me.pk, me.agent_id)
     assert f"issue {first.pk}" in message.body and f"issue {second.pk}" in message.body
     assert "x.py" in message.body and "z.py" in message.body
+    # Each displaced side hears which of its paths went, and to whom.
+    assert "x.py" in told["agent:a"].body and "z.py" not in told["agent:a"].body
+    assert "z.py" in told[f"issue:{second.pk}"].body and f"issue {mine.pk}" in told["agent:b"].body
 
 
 def test_force_without_contest_writes_no_conflict_and_no_message(claim, issue, make_session):

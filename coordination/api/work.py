@@ -1,0 +1,88 @@
+"""POST /work/start/ [start_work] and POST /work/finish/ [finish_work]."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from coordination.api import serializers as s
+from coordination.api.auth import workspace_of
+from coordination.api.file_claims import FileClaimSerializer, MessageSerializer, path_list
+from coordination.api.views import parse
+from coordination.models import Issue
+from coordination.services import work
+
+
+class StartWorkInput(serializers.Serializer):
+    agent = s.StrictCharField(max_length=100)
+    role = s.StrictCharField(max_length=100, required=False, allow_blank=True)
+    department = s.StrictCharField(max_length=100, required=False, allow_blank=True)
+    worktree = s.SlugRefField(required=False)
+    issue = s.IdField()
+    paths = path_list(required=False)
+
+
+class StartedSerializer(serializers.Serializer):
+    session = s.SessionSerializer()
+    lease = s.LeaseSerializer()
+    claims = FileClaimSerializer(many=True)
+    message = MessageSerializer()
+
+
+class FinishWorkInput(serializers.Serializer):
+    session = s.IdField()
+    issue = s.IdField()
+    to = serializers.ChoiceField(choices=Issue.Status.choices, default=Issue.Status.IN_REVIEW)
+    report = s.ReportSerializer(required=False)
+
+
+class FinishedSerializer(serializers.Serializer):
+    issue = s.IssueSerializer()
+    released = serializers.ListField(child=serializers.CharField())
+    session = s.SessionSerializer()
+
+
+class StartWorkView(APIView):
+    @extend_schema(
+        request=StartWorkInput,
+        responses={
+            201: StartedSerializer,
+            409: OpenApiResponse(description="lease_held, wip_limit_reached, file_conflict"),
+        },
+        description="Register a session, lease the issue, claim the paths, say so on the "
+        "issue: all or nothing.",
+    )
+    def post(self, request: Request) -> Response:
+        data = parse(StartWorkInput, request)
+        started = work.start_work(
+            workspace=workspace_of(request),
+            agent_name=data["agent"],
+            issue_id=data["issue"],
+            paths=data.get("paths"),
+            role=data.get("role"),
+            department=data.get("department"),
+            worktree_slug=data.get("worktree"),
+        )
+        return Response(StartedSerializer(started).data, status=status.HTTP_201_CREATED)
+
+
+class FinishWorkView(APIView):
+    @extend_schema(
+        request=FinishWorkInput,
+        responses={
+            200: FinishedSerializer,
+            409: OpenApiResponse(description="invalid_transition (+missing), lease_not_held"),
+        },
+        description="Move the issue, release its file claims and lease, end the session.",
+    )
+    def post(self, request: Request) -> Response:
+        data = parse(FinishWorkInput, request)
+        finished = work.finish_work(
+            workspace=workspace_of(request),
+            session_id=data["session"],
+            issue_id=data["issue"],
+            to=data["to"],
+            report=dict(data["report"]) if "report" in data else None,
+        )
+        return Response(FinishedSerializer(finished).data)

@@ -1,0 +1,154 @@
+"""start_work and finish_work: a unit of work in one call each [start_work, finish_work].
+
+``start_work`` registers a session, takes the issue's lease, claims the paths and
+says so on the issue: all or nothing. The steps run in one transaction, so a
+refusal at any step rolls every step back: no session, no lease, no claim is left.
+The logs are the exception, as always: a WIP-cap refusal or a file conflict is
+recorded even though the request failed. Their rows were written inside the
+rolled-back transaction, so they are written again after it, for the agent (the
+session never came to be, so they name none). ``session_not_live`` cannot happen:
+the session is created, heartbeat and all, in the same transaction.
+
+``finish_work`` moves the issue, releases the session's file claims on it and the
+lease (``released``), and ends the session (anything else it holds:
+``agent_ended``), in one transaction.
+"""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from coordination import selectors
+from coordination.errors import FileConflict, LeaseNotHeld, WipLimitReached
+from coordination.models import (
+    Agent,
+    AgentSession,
+    FileClaim,
+    Issue,
+    IssueLease,
+    Message,
+    ReleaseReason,
+    Workspace,
+)
+from coordination.services import agents, file_claims, leases, messages, workflow
+from coordination.services.common import release_unreleased
+
+
+@dataclass(frozen=True)
+class Started:
+    session: AgentSession
+    lease: IssueLease
+    claims: list[FileClaim]
+    message: Message
+
+
+@dataclass(frozen=True)
+class Finished:
+    issue: Issue
+    released: list[str]
+    session: AgentSession
+
+
+def start_work(
+    *,
+    workspace: Workspace,
+    agent_name: str,
+    issue_id: int,
+    paths: list[str] | None = None,
+    role: str | None = None,
+    department: str | None = None,
+    worktree_slug: str | None = None,
+) -> Started:
+    issue = selectors.get_issue(workspace, issue_id)
+    if paths:
+        file_claims.checked_paths(paths)  # a bad path is a 400 before anything starts
+    # The identity outlives a failed start (it is who the logs name); its session not.
+    agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
+    try:
+        with transaction.atomic():
+            session = agents.register_session(
+                workspace=workspace,
+                agent_name=agent_name,
+                role=role,
+                department=department,
+                worktree_slug=worktree_slug,
+            )
+            lease = leases.claim_issue(
+                workspace=workspace, issue_id=issue.pk, session_id=session.pk
+            ).lease
+            claimed = (
+                file_claims.claim_files(
+                    workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
+                ).claims
+                if paths
+                else []
+            )
+            message = messages.record_message(
+                workspace=workspace,
+                scope=messages.issue_scope(issue.pk),
+                body=f"{agent_name} started work on issue {issue.pk}.",
+                session=session,
+            )
+    except WipLimitReached as refused:
+        leases.record_denial(
+            workspace=workspace,
+            issue=issue,
+            session=None,
+            agent=agent,
+            limit=refused.extra["limit"],
+        )
+        raise
+    except FileConflict as refused:
+        contested = sorted({conflict["path"] for conflict in refused.extra["conflicts"]})
+        holders = (
+            FileClaim.objects.filter(
+                workspace=workspace, path__in=contested, released_at__isnull=True
+            )
+            .exclude(issue=issue)
+            .order_by("path")
+        )
+        file_claims.log_conflicts(
+            workspace=workspace,
+            issue=issue,
+            session=None,
+            agent=agent,
+            holders=list(holders),
+            forced=False,
+        )
+        raise
+    return Started(session=session, lease=lease, claims=claimed, message=message)
+
+
+def finish_work(
+    *,
+    workspace: Workspace,
+    session_id: int,
+    issue_id: int,
+    to: str = Issue.Status.IN_REVIEW,
+    report: dict[str, str] | None = None,
+) -> Finished:
+    issue = selectors.get_issue(workspace, issue_id)
+    session = selectors.get_session(workspace, session_id)
+    held = IssueLease.objects.unreleased().filter(issue=issue, session=session)
+    if not held.exists():
+        raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
+    held_paths = sorted(
+        FileClaim.objects.filter(
+            issue=issue, session=session, released_at__isnull=True
+        ).values_list("path", flat=True)
+    )
+    with transaction.atomic():
+        # The issue first (the order a close takes: issue, then its claims), so a
+        # claimer holding the issue FOR SHARE and waiting on a claim cannot deadlock us.
+        moved = workflow.transition_issue(
+            workspace=workspace, issue_id=issue.pk, to=to, by_human=False, report=report
+        )
+        # A close has released them already (issue_closed); otherwise release them now.
+        file_claims.release_claims(
+            FileClaim.objects.filter(issue=issue, session=session), ReleaseReason.RELEASED
+        )
+        # Compare-and-set: a lease reclaimed meanwhile undoes the whole finish.
+        if not release_unreleased(held, ReleaseReason.RELEASED) and to not in Issue.CLOSED_STATUSES:
+            raise LeaseNotHeld(f"Session {session.pk} no longer holds issue {issue.pk}.")
+        ended = agents.end_session(workspace=workspace, session_id=session.pk)
+    return Finished(issue=moved, released=held_paths, session=ended)

@@ -1,0 +1,723 @@
+"""The pre-commit guard: ``POST /file-claims/check/`` and the git hook that calls it.
+
+The hook tests build a real git repository in ``tmp_path``, install the hook as
+downloaded from the live server, and run ``git commit`` against that server.
+"""
+
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.request import urlopen
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from coordination.guard import pre_commit
+from coordination.models import ApiKey, ClaimConflict, FileClaim, Message, Project, Workspace
+from coordination.services import file_claims
+from tests.api_helpers import V1, assert_error, post
+from tests.conftest import expire
+
+HOOK = Path(pre_commit.__file__)
+LIVE = pytest.mark.django_db(transaction=True)
+
+
+def check(client: Any, issue: Any, paths: Any) -> Any:
+    return post(client, "/file-claims/check/", {"issue": issue, "paths": paths})
+
+
+def claim(workspace: Workspace, issue: Any, paths: list[str], session: Any = None) -> None:
+    file_claims.claim_files(
+        workspace=workspace,
+        issue_id=issue.pk,
+        paths=paths,
+        session_id=session.pk if session is not None else None,
+    )
+
+
+def footprint() -> tuple[Any, ...]:
+    """Everything a check must leave alone: claims (and their release), the log, messages."""
+    return (
+        sorted(FileClaim.objects.values_list("pk", "path", "released_at", "release_reason")),
+        ClaimConflict.objects.count(),
+        Message.objects.count(),
+    )
+
+
+# --- the endpoint ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_check_names_another_issues_live_claim(api, workspace, make_issue, make_session):
+    mine, theirs = make_issue(), make_issue()
+    them = make_session("coder-2")
+    claim(workspace, theirs, ["src/a.py", "src/b.py"], them)
+
+    response = check(api, mine.pk, ["src/free.py", "./src//b.py", "src/a.py", "src/b.py"])
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "conflicts": [
+            {"path": "src/a.py", "issue": theirs.pk, "session": them.pk, "agent": "coder-2"},
+            {"path": "src/b.py", "issue": theirs.pk, "session": them.pk, "agent": "coder-2"},
+        ]
+    }
+
+
+@pytest.mark.django_db
+def test_a_claim_with_no_session_is_a_conflict(api, workspace, make_issue):
+    mine, theirs = make_issue(), make_issue()
+    claim(workspace, theirs, ["a.py"])
+
+    response = check(api, mine.pk, ["a.py"])
+
+    assert response.json() == {
+        "conflicts": [{"path": "a.py", "issue": theirs.pk, "session": None, "agent": None}]
+    }
+
+
+@pytest.mark.django_db
+def test_the_issues_own_claims_are_not_conflicts(api, workspace, issue, make_session):
+    claim(workspace, issue, ["a.py"], make_session())
+    claim(workspace, issue, ["b.py"])
+    response = check(api, issue.pk, ["a.py", "b.py", "c.py"])
+    assert response.status_code == 200 and response.json() == {"conflicts": []}
+
+
+@pytest.mark.django_db
+def test_a_dead_holder_is_not_a_conflict_and_is_not_reclaimed(
+    api, workspace, make_issue, make_session
+):
+    mine, theirs = make_issue(), make_issue()
+    dead = make_session("dead")
+    claim(workspace, theirs, ["a.py"], dead)
+    expire(dead)
+    before = footprint()
+
+    response = check(api, mine.pk, ["a.py"])
+
+    assert response.json() == {"conflicts": []}
+    assert footprint() == before
+    assert FileClaim.objects.get().released_at is None  # left for the next claim to reclaim
+
+
+@pytest.mark.django_db
+def test_a_released_claim_is_not_a_conflict(api, workspace, make_issue, make_session):
+    mine, theirs = make_issue(), make_issue()
+    claim(workspace, theirs, ["a.py"], make_session())
+    file_claims.release_files(workspace=workspace, issue_id=theirs.pk)
+    assert check(api, mine.pk, ["a.py"]).json() == {"conflicts": []}
+
+
+@pytest.mark.django_db
+def test_check_is_read_only(api, workspace, make_issue, make_session):
+    mine, theirs, third = make_issue(), make_issue(), make_issue()
+    dead = make_session("dead")
+    claim(workspace, theirs, ["live.py"], make_session("live"))
+    claim(workspace, third, ["nobody.py"])
+    claim(workspace, third, ["dead.py"], dead)
+    expire(dead)
+    before = footprint()
+
+    response = check(api, mine.pk, ["live.py", "nobody.py", "dead.py", "free.py"])
+
+    assert [c["path"] for c in response.json()["conflicts"]] == ["live.py", "nobody.py"]
+    assert footprint() == before
+    assert not ClaimConflict.objects.exists()
+    # The same paths, claimed for real, are refused and logged: the check only looked.
+    refused = post(api, "/file-claims/", {"issue": mine.pk, "paths": ["live.py", "nobody.py"]})
+    assert_error(refused, 409, "file_conflict")
+    assert ClaimConflict.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_check_costs_the_same_queries_for_one_path_and_a_thousand(
+    api, issue, django_assert_num_queries
+):
+    with CaptureQueriesContext(connection) as one:
+        assert check(api, issue.pk, ["a.py"]).status_code == 200
+    with django_assert_num_queries(len(one)):
+        paths = [f"src/{n}.py" for n in range(1000)]
+        assert check(api, issue.pk, paths).status_code == 200
+
+
+@pytest.mark.django_db
+def test_up_to_1000_paths_and_no_more(api, issue):
+    paths = [f"f{n}.py" for n in range(1001)]
+    body = assert_error(check(api, issue.pk, paths), 400, "invalid")
+    assert "1000" in body["detail"]
+    assert check(api, issue.pk, paths[:1000]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/abs.py",
+        "../up.py",
+        "a/../b.py",
+        "nul\x00.py",
+        "line\nbreak.py",
+        "back\\slash.py",
+        "",
+        "./",
+    ],
+)
+@pytest.mark.django_db
+def test_every_invalid_path_is_400_naming_it(api, issue, raw):
+    body = assert_error(check(api, issue.pk, ["ok.py", raw]), 400, "invalid")
+    assert body["path"] == raw
+
+
+@pytest.mark.django_db
+def test_a_path_over_1024_bytes_is_400(api, issue):
+    raw = "x" * 1025
+    assert assert_error(check(api, issue.pk, [raw]), 400, "invalid")["path"] == raw
+    assert check(api, issue.pk, ["x" * 1024]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"paths": ["a.py"]},
+        {"issue": "one", "paths": ["a.py"]},
+        {"issue": 0, "paths": ["a.py"]},
+        {"issue": 2**70, "paths": ["a.py"]},
+        {"issue": "ISSUE"},
+        {"issue": "ISSUE", "paths": []},
+        {"issue": "ISSUE", "paths": "a.py"},
+        {"issue": "ISSUE", "paths": [1]},
+        {"issue": "ISSUE", "paths": [None]},
+        {"issue": "ISSUE", "paths": [["a.py"]]},
+        [],
+        "a.py",
+    ],
+)
+@pytest.mark.django_db
+def test_malformed_bodies_are_400(api, issue, body):
+    if isinstance(body, dict):
+        body = {key: issue.pk if value == "ISSUE" else value for key, value in body.items()}
+    response = api.post(
+        f"{V1}/file-claims/check/", json.dumps(body), content_type="application/json"
+    )
+    assert_error(response, 400, "invalid")
+
+
+@pytest.mark.django_db
+def test_only_json_bodies_and_only_post(api, issue):
+    body = json.dumps({"issue": issue.pk, "paths": ["a.py"]})
+    response = api.post(f"{V1}/file-claims/check/", body, content_type="text/plain")
+    assert_error(response, 415, "unsupported_media_type")
+    assert_error(
+        api.post(f"{V1}/file-claims/check/", "{", content_type="application/json"), 400, "invalid"
+    )
+    assert_error(api.get(f"{V1}/file-claims/check/"), 405, "method_not_allowed")
+
+
+@pytest.mark.django_db
+def test_unknown_issue_is_404(api, issue):
+    assert_error(check(api, 999999, ["a.py"]), 404, "not_found")
+
+
+@pytest.mark.django_db
+def test_needs_an_api_key(workspace, issue):
+    assert_error(check(APIClient(), issue.pk, ["a.py"]), 401, "unauthenticated")
+
+
+@pytest.mark.django_db
+def test_workspaces_are_isolated(
+    api, stranger_api, workspace, other_workspace, make_issue, make_session
+):
+    mine, theirs = make_issue(), make_issue()
+    claim(workspace, theirs, ["a.py"], make_session("ours"))
+    # Their key cannot check against our issues.
+    assert_error(check(stranger_api, mine.pk, ["a.py"]), 404, "not_found")
+    # Their own issue: our claim on the same path is not theirs to see.
+    foreign = Project.objects.create(workspace=other_workspace, key="x", name="X")
+    foreign_issue = make_issue(project=foreign)
+    assert check(stranger_api, foreign_issue.pk, ["a.py"]).json() == {"conflicts": []}
+    # And theirs is not ours.
+    claim(other_workspace, foreign_issue, ["b.py"])
+    assert check(api, mine.pk, ["a.py", "b.py"]).json()["conflicts"] == [
+        {
+            "path": "a.py",
+            "issue": theirs.pk,
+            "session": FileClaim.objects.get(path="a.py").session_id,
+            "agent": "ours",
+        }
+    ]
+
+
+# --- the download ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_download_is_the_script_byte_for_byte_and_needs_no_key(client):
+    response = client.get("/guard/pre-commit")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.content == HOOK.read_bytes()
+    assert response.content.startswith(b"#!/usr/bin/env python3\n")
+    assert client.post("/guard/pre-commit").status_code == 405
+
+
+def test_the_script_imports_only_the_standard_library():
+    tree = ast.parse(HOOK.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "no relative imports"
+            modules.add((node.module or "").split(".")[0])
+    assert modules and modules <= set(sys.stdlib_module_names)
+
+
+def test_name_status_parsing_takes_both_sides_of_renames_and_copies():
+    output = b"M\0a.py\0R087\0old.py\0new.py\0C100\0src.py\0copy.py\0D\0gone.py\0A\0a.py\0"
+    assert pre_commit.parse_name_status(output) == [
+        "a.py",
+        "old.py",
+        "new.py",
+        "src.py",
+        "copy.py",
+        "gone.py",
+    ]
+    assert pre_commit.parse_name_status(b"") == []
+
+
+# --- the hook in a real repository ---------------------------------------------------------
+
+
+@dataclass
+class Checkout:
+    """A git repository in tmp_path, with an environment that ignores the user's own
+    git configuration and any PROJEKTOR_* settings of the test run."""
+
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            ["git", *args],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    def write(self, path: str, text: str = "content\n") -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        self.git("add", "--", path)
+
+    def commit(self, message: str = "work") -> subprocess.CompletedProcess[str]:
+        return self.git("commit", "-q", "-m", message, check=False)
+
+    def commits(self) -> int:
+        return int(self.git("rev-list", "--count", "HEAD").stdout)
+
+    def run_hook(self, *python_flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *python_flags, str(HOOK)],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Checkout:
+    home, tools = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    tools.mkdir()
+    # The hook's "#!/usr/bin/env python3" finds this interpreter first.
+    (tools / "python3").symlink_to(sys.executable)
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PROJEKTOR_", "GIT_")) and not name.lower().endswith("_proxy")
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        PATH=f"{tools}{os.pathsep}{env.get('PATH', '')}",
+    )
+    repo = Checkout(root=tmp_path / "checkout", env=env)
+    repo.root.mkdir()
+    repo.git("init", "-q", "-b", "main")
+    repo.git("config", "user.name", "Test Agent")
+    repo.git("config", "user.email", "agent@example.com")
+    repo.git("config", "commit.gpgsign", "false")
+    repo.write("README.md", "base\n")
+    repo.write("old.py", "print('a module long enough to be recognised when renamed')\n")
+    repo.git("commit", "-q", "-m", "base")
+    return repo
+
+
+@pytest.fixture
+def guarded(checkout: Checkout, live_server: Any, workspace: Workspace) -> Checkout:
+    """The checkout with the hook installed as downloaded, configured for ``workspace``."""
+    with urlopen(f"{live_server.url}/guard/pre-commit") as response:
+        script = response.read()
+    hook = checkout.root / checkout.git("rev-parse", "--git-path", "hooks").stdout.strip()
+    hook.mkdir(parents=True, exist_ok=True)
+    (hook / "pre-commit").write_bytes(script)
+    (hook / "pre-commit").chmod(0o755)
+    _, key = ApiKey.issue(workspace, "guard")
+    checkout.env.update(PROJEKTOR_URL=live_server.url, PROJEKTOR_API_KEY=key)
+    return checkout
+
+
+@pytest.fixture
+def mine_and_theirs(workspace, make_issue, make_session) -> tuple[Any, Any, Any]:
+    """Our issue, another issue, and a live session of agent coder-2 on the other."""
+    return make_issue(title="Ours"), make_issue(title="Theirs"), make_session("coder-2")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@LIVE
+def test_a_commit_touching_another_issues_claim_is_refused(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/api.py", "docs/x.md"], coder)
+    claim(workspace, theirs, ["src/orphan.py"])  # no session: held until forced
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("src/api.py")
+    guarded.write("src/orphan.py")
+    guarded.write("src/free.py")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert guarded.commits() == 1
+    err = result.stderr
+    assert "commit refused: 2 staged paths are claimed by another issue (" in err
+    assert f"(this commit is for issue {mine.pk})" in err
+    api_line = next(line for line in err.splitlines() if "src/api.py" in line)
+    assert f"issue {theirs.pk}, agent coder-2 (session {coder.pk})" in api_line
+    orphan_line = next(line for line in err.splitlines() if "src/orphan.py" in line)
+    assert f"issue {theirs.pk}, no session" in orphan_line
+    assert "src/free.py" not in err and "docs/x.md" not in err
+    assert not ClaimConflict.objects.exists()  # the guard only looked
+
+
+@LIVE
+def test_free_paths_and_the_issues_own_claims_commit(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, mine, ["src/mine.py"], coder)
+    claim(workspace, theirs, ["src/theirs.py"], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("src/mine.py")
+    guarded.write("src/free.py")
+
+    result = guarded.commit()
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert guarded.commits() == 2
+
+
+@LIVE
+def test_a_dead_holders_claim_does_not_stop_the_commit(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/a.py"], coder)
+    expire(coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("src/a.py")
+
+    result = guarded.commit()
+
+    assert result.returncode == 0, result.stderr
+    assert FileClaim.objects.get().released_at is None
+
+
+@pytest.mark.parametrize(("claimed", "target"), [("new.py", "new.py"), ("old.py", "moved.py")])
+@LIVE
+def test_both_sides_of_a_rename_are_guarded(guarded, workspace, mine_and_theirs, claimed, target):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, [claimed], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.git("mv", "old.py", target)
+    assert guarded.git("diff", "--cached", "--name-status", "-M").stdout.startswith("R")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert f"  {claimed}  issue {theirs.pk}, agent coder-2" in result.stderr
+    assert guarded.commits() == 1
+
+
+@LIVE
+def test_deleting_a_claimed_path_is_refused(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["README.md"], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.git("rm", "-q", "README.md")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0 and "README.md" in result.stderr
+
+
+@LIVE
+def test_more_staged_paths_than_one_request_takes_are_sent_in_batches(
+    guarded, workspace, mine_and_theirs
+):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["zz/last.py"], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    for n in range(1100):
+        path = guarded.root / "many" / f"{n:04}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"{n}\n")
+    (guarded.root / "zz").mkdir()
+    (guarded.root / "zz" / "last.py").write_text("last\n")
+    guarded.git("add", "-A")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert "1 staged path is claimed" in result.stderr and "zz/last.py" in result.stderr
+
+
+@LIVE
+def test_paths_no_claim_can_name_are_skipped_with_a_warning(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("back\\slash.py")
+    guarded.write("tab\there.py")
+    guarded.write("fine.py")
+
+    result = guarded.commit()
+
+    assert result.returncode == 0, result.stderr
+    assert "warning: not checked: 'back\\\\slash.py'" in result.stderr
+    assert "warning: not checked: 'tab\\there.py'" in result.stderr
+
+    claim(workspace, theirs, ["fine.py"], coder)
+    guarded.write("back\\slash.py", "again\n")
+    guarded.write("fine.py", "again\n")
+    refused = guarded.commit()
+    assert refused.returncode != 0 and "  fine.py  issue" in refused.stderr
+
+
+@LIVE
+def test_configuration_from_git_config_and_the_environment_wins(
+    guarded, workspace, mine_and_theirs
+):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/a.py"], coder)
+    for env_name, git_name in (
+        ("PROJEKTOR_URL", "projektor.url"),
+        ("PROJEKTOR_API_KEY", "projektor.apiKey"),
+    ):
+        guarded.git("config", git_name, guarded.env.pop(env_name))
+    guarded.git("config", "projektor.issue", str(mine.pk))
+    guarded.write("src/a.py")
+
+    refused = guarded.commit()
+    assert refused.returncode != 0 and f"issue {theirs.pk}, agent coder-2" in refused.stderr
+
+    guarded.env["PROJEKTOR_ISSUE"] = str(theirs.pk)  # the environment wins
+    assert guarded.commit().returncode == 0
+
+
+@LIVE
+def test_an_unreachable_server_warns_and_lets_the_commit_through(
+    guarded, workspace, mine_and_theirs
+):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/a.py"], coder)
+    guarded.env.update(PROJEKTOR_URL=f"http://127.0.0.1:{closed_port()}", PROJEKTOR_ISSUE="1")
+    guarded.write("src/a.py")
+
+    result = guarded.commit()
+
+    assert result.returncode == 0
+    assert "projektor pre-commit: warning: cannot reach http://127.0.0.1:" in result.stderr
+    assert "Committing without checking file claims" in result.stderr
+    assert guarded.commits() == 2
+
+
+@pytest.mark.parametrize("how", ["env", "git config"])
+@LIVE
+def test_strict_mode_refuses_when_the_server_is_unreachable(guarded, mine_and_theirs, how):
+    mine, _, _ = mine_and_theirs
+    guarded.env.update(PROJEKTOR_URL=f"http://127.0.0.1:{closed_port()}", PROJEKTOR_ISSUE="1")
+    if how == "env":
+        guarded.env["PROJEKTOR_GUARD_STRICT"] = "1"
+    else:
+        guarded.git("config", "projektor.strict", "true")
+    guarded.write("src/a.py")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert "commit refused: cannot reach" in result.stderr and "(strict mode)" in result.stderr
+    assert guarded.commits() == 1
+    if how == "git config":  # an environment "off" wins over git config
+        guarded.env["PROJEKTOR_GUARD_STRICT"] = "0"
+        assert guarded.commit().returncode == 0
+
+
+@LIVE
+def test_missing_configuration_warns_and_strict_refuses(guarded):
+    del guarded.env["PROJEKTOR_API_KEY"]
+    guarded.write("src/a.py")
+
+    result = guarded.commit()
+    assert result.returncode == 0
+    assert "warning: not configured; set PROJEKTOR_API_KEY (or git config projektor.apiKey)" in (
+        result.stderr
+    )
+    assert "PROJEKTOR_ISSUE (or git config projektor.issue)" in result.stderr
+
+    guarded.write("src/b.py")
+    guarded.env["PROJEKTOR_GUARD_STRICT"] = "true"
+    strict = guarded.commit()
+    assert strict.returncode != 0 and "commit refused: not configured" in strict.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"PROJEKTOR_API_KEY": "pk_wrong"}, "HTTP 401 unauthenticated: The API key is unknown"),
+        ({"PROJEKTOR_ISSUE": "999999"}, "HTTP 404 not_found: Issue 999999 does not exist."),
+        ({"PROJEKTOR_ISSUE": "seven"}, "PROJEKTOR_ISSUE is 'seven': give the id of the issue"),
+        ({"PROJEKTOR_URL": "127.0.0.1:8000"}, "PROJEKTOR_URL is '127.0.0.1:8000'"),
+        ({"PROJEKTOR_API_KEY": "pk_é"}, "PROJEKTOR_API_KEY is not an API key"),
+    ],
+)
+@LIVE
+def test_a_misconfiguration_is_refused_with_the_reason(guarded, mine_and_theirs, change, said):
+    mine, _, _ = mine_and_theirs
+    guarded.env.update({"PROJEKTOR_ISSUE": str(mine.pk), **change})
+    guarded.write("src/a.py")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert "projektor pre-commit: commit refused:" in result.stderr and said in result.stderr
+
+
+def test_nothing_staged_needs_no_server(checkout):
+    hooks = checkout.root / ".git" / "hooks"
+    (hooks / "pre-commit").write_bytes(HOOK.read_bytes())
+    (hooks / "pre-commit").chmod(0o755)
+    checkout.env.update(PROJEKTOR_URL=f"http://127.0.0.1:{closed_port()}", PROJEKTOR_ISSUE="1")
+    checkout.env.update(PROJEKTOR_API_KEY="k", PROJEKTOR_GUARD_STRICT="1")
+    result = checkout.git("commit", "-q", "--allow-empty", "-m", "empty", check=False)
+    assert result.returncode == 0 and result.stderr == ""
+
+
+@LIVE
+def test_the_script_runs_isolated_from_site_packages(guarded, workspace, mine_and_theirs):
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/a.py"], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("src/a.py")
+
+    result = guarded.run_hook("-I", "-S")
+
+    assert result.returncode == 1
+    assert "src/a.py" in result.stderr and "agent coder-2" in result.stderr
+
+
+@LIVE
+def test_the_hook_honours_core_hooks_path(checkout, live_server, workspace, mine_and_theirs):
+    """The documented install command puts the hook where git looks for it."""
+    mine, theirs, coder = mine_and_theirs
+    claim(workspace, theirs, ["src/a.py"], coder)
+    checkout.git("config", "core.hooksPath", "tools/hooks")
+    install = (
+        'hook="$(git rev-parse --git-path hooks)/pre-commit" && curl -fsS --create-dirs '
+        f'-o "$hook" {live_server.url}/guard/pre-commit && chmod +x "$hook"'
+    )
+    if subprocess.run(["sh", "-c", "command -v curl"], capture_output=True).returncode:
+        pytest.skip("needs curl")
+    subprocess.run(["sh", "-c", install], cwd=checkout.root, env=checkout.env, check=True)
+    assert (checkout.root / "tools" / "hooks" / "pre-commit").read_bytes() == HOOK.read_bytes()
+    _, key = ApiKey.issue(workspace, "guard")
+    checkout.env.update(
+        PROJEKTOR_URL=live_server.url, PROJEKTOR_API_KEY=key, PROJEKTOR_ISSUE=str(mine.pk)
+    )
+    checkout.write("src/a.py")
+
+    result = checkout.commit()
+
+    assert result.returncode != 0 and f"issue {theirs.pk}, agent coder-2" in result.stderr
+
+
+# --- a server that answers 5xx or 429 ------------------------------------------------------
+
+
+@pytest.fixture
+def failing_server() -> Iterator[tuple[str, list[int]]]:
+    """A stand-in server answering each POST with the next status of ``statuses``."""
+    statuses: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            status = statuses.pop(0)
+            body = json.dumps({"code": "unavailable", "detail": "Database down."}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", statuses
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_a_failing_server_warns_and_strict_refuses(checkout, failing_server, status):
+    url, statuses = failing_server
+    checkout.env.update(PROJEKTOR_URL=url, PROJEKTOR_API_KEY="k", PROJEKTOR_ISSUE="1")
+    checkout.write("src/a.py")
+
+    statuses.append(status)
+    lenient = checkout.run_hook()
+    assert lenient.returncode == 0
+    assert f"warning: the server at {url}/api/v1/file-claims/check/ answered HTTP {status}" in (
+        lenient.stderr
+    )
+
+    statuses.append(status)
+    checkout.env["PROJEKTOR_GUARD_STRICT"] = "yes"
+    strict = checkout.run_hook()
+    assert strict.returncode == 1 and "commit refused: the server at" in strict.stderr
