@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -41,6 +41,11 @@ def _first_message(errors: Any) -> str:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, CoordinationError):
         return Response(exc.as_dict(), status=exc.status)
+    if isinstance(exc, RequestDataTooBig):  # Django would answer an HTML 400 page
+        return Response(
+            {"code": "payload_too_large", "detail": "The request body is too large."},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -11,7 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
-from coordination.api.serializers import IdField, StrictBooleanField, StrictCharField
+from coordination.api.serializers import (
+    IdField,
+    ReleaseReasonField,
+    StrictBooleanField,
+    StrictCharField,
+)
 from coordination.api.views import WorkspaceViewSet, parse
 from coordination.models import ClaimConflict, FileClaim, Message
 from coordination.services import file_claims, messages
@@ -56,6 +61,7 @@ class FileReleaseInput(serializers.Serializer):
 
 class FileClaimSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
+    release_reason = ReleaseReasonField()
 
     class Meta:
         model = FileClaim

@@ -4,7 +4,14 @@ from typing import Any
 
 from rest_framework import serializers
 
-from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
+from coordination.models import (
+    AgentSession,
+    Issue,
+    IssueLease,
+    Project,
+    ReleaseReason,
+    WipCapDenial,
+)
 from coordination.services.workflow import REPORT_LIMITS, missing_for_work
 
 MAX_ID = 2**63 - 1
@@ -96,9 +103,20 @@ class SessionSerializer(serializers.ModelSerializer):
 # --- leases -----------------------------------------------------------------
 
 
+class ReleaseReasonField(serializers.ChoiceField):
+    """Stored blank while unreleased; the API says ``null`` then, like ``released_at``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=ReleaseReason.choices, allow_null=True, read_only=True, **kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return value or None
+
+
 class LeaseSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
+    release_reason = ReleaseReasonField()
 
     class Meta:
         model = IssueLease

@@ -14,11 +14,13 @@ from rest_framework.views import APIView
 from coordination import filtersets, selectors
 from coordination.api import serializers as s
 from coordination.api.auth import is_human, workspace_of
+from coordination.errors import NotFound
 from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
 from coordination.services import agents, leases, projects, workflow
 
-# Ids in URLs are bounded like IdField, so an absurd id is a 404 and not a DB error.
-ID_REGEX = r"[0-9]{1,18}"
+# Up to 19 digits reach the view (9223372036854775807 is a valid id); a value past
+# the bigint range is a 404 there, never a database error. Longer ones match no route.
+ID_REGEX = r"[0-9]{1,19}"
 
 
 def parse(serializer_class: type[Serializer], request: Request, **kwargs: Any) -> dict[str, Any]:
@@ -31,6 +33,11 @@ class WorkspaceViewSet(viewsets.GenericViewSet):
     """Base: every queryset comes from a selector scoped to the key's workspace."""
 
     lookup_value_regex = ID_REGEX
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: 401 before 404
+        if int(kwargs.get(self.lookup_field, 0)) > s.MAX_ID:
+            raise NotFound("No such object.")
 
     @property
     def workspace(self) -> Any:

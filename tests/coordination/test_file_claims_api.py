@@ -45,7 +45,7 @@ def test_claim_returns_201_with_claims_reclaimed_and_overridden(api, issue, make
         "agent": "coder",
         "claimed_at": claim["claimed_at"],
         "released_at": None,
-        "release_reason": "",
+        "release_reason": None,
     }
     assert claim["claimed_at"]
 
