@@ -1,0 +1,45 @@
+"""Fuzzing the API against its own OpenAPI schema: every operation, with data that
+fits the schema and data that does not. No answer may be a 5xx, and every answer
+the schema describes must match it. The example count is bounded to keep
+``make test`` short; raise ``FUZZ_EXAMPLES`` for a deeper run."""
+
+import os
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.config import SchemathesisConfig
+from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+
+from coordination.models import ApiKey, Issue, Project, Workspace
+from coordination.services import agents
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+CONFIG = SchemathesisConfig.from_dict(
+    {"generation": {"mode": "all", "max-examples": EXAMPLES, "deterministic": True}}
+)
+# The schema endpoint is public and reads no table: it can load at collection time.
+schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application(), config=CONFIG)
+
+
+@pytest.fixture
+def fuzz_key(db):
+    """A workspace with a little of everything, and its key."""
+    workspace = Workspace.objects.create(slug="fuzz", name="Fuzz")
+    project = Project.objects.create(workspace=workspace, key="core", name="Core")
+    Issue.objects.create(workspace=workspace, project=project, title="T", description="D")
+    agents.register_session(workspace=workspace, agent_name="coder-1")
+    _, raw = ApiKey.issue(workspace, "fuzz")
+    return raw
+
+
+@pytest.mark.django_db(transaction=True)
+@schema.parametrize()
+@settings(suppress_health_check=list(HealthCheck), deadline=None)
+def test_api_never_fails_and_keeps_its_schema(case, fuzz_key):
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {fuzz_key}"},
+        checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
+    )
