@@ -1,5 +1,18 @@
+from typing import Any
+
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
+from django.core.management import call_command
+from django.db.models.signals import post_migrate
+
+
+def create_cache_tables(using: str = "default", **kwargs: Any) -> None:
+    """The database caches' tables (the shared rate-limit counters live in one), made
+    with the schema, so ``migrate`` is the only step; it skips tables that exist."""
+    from coordination.api.throttling import prepare_counter_table
+
+    call_command("createcachetable", database=using, verbosity=0)
+    prepare_counter_table(using)
 
 
 class CoordinationConfig(AppConfig):
@@ -9,6 +22,8 @@ class CoordinationConfig(AppConfig):
 
     def ready(self) -> None:
         from coordination.api import schema  # noqa: F401  (registers the auth scheme)
+
+        post_migrate.connect(create_cache_tables, sender=self)
 
 
 class ProjektorAdminConfig(admin_apps.AdminConfig):

@@ -83,6 +83,14 @@ class RunNotRunning(Conflict):
     default_detail = "The run is not running."
 
 
+class StaleFence(Conflict):
+    """A fence that is not the current unreleased lease's (or worktree lock's): its
+    holder lost it (reclaimed, overridden, released) and may not act on it."""
+
+    code = "stale_fence"
+    default_detail = "That fence is not the current holder's; nothing was changed."
+
+
 class WorktreeUnresolved(CoordinationError):
     code = "worktree_unresolved"
     status = 422

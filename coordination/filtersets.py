@@ -1,5 +1,6 @@
 """One FilterSet per listed resource: the query parameters of API.md."""
 
+from datetime import UTC
 from typing import Any
 
 import django_filters as filters
@@ -39,6 +40,25 @@ class StrictBooleanField(forms.Field):
 
 class BooleanFilter(filters.BooleanFilter):
     field_class = StrictBooleanField
+
+
+class UtcDateTimeField(filters.fields.IsoDateTimeField):
+    """An ISO 8601 time, passed to the database in UTC: PostgreSQL refuses offsets
+    past ±15:59 that Python accepts, and a time near year 1 or 9999 may not fit in
+    UTC at all: both are a 400 here, not a database error."""
+
+    def to_python(self, value: Any) -> Any:
+        moment = super().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError("The time is out of range.", code="invalid") from None
+
+
+class DateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UtcDateTimeField
 
 
 def id_filter(field_name: str) -> filters.NumberFilter:
@@ -84,8 +104,8 @@ class LeaseFilter(filters.FilterSet):
 
 
 class WipCapDenialFilter(filters.FilterSet):
-    since = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
-    until = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
+    since = DateTimeFilter(field_name="occurred_at", lookup_expr="gte")
+    until = DateTimeFilter(field_name="occurred_at", lookup_expr="lt")
     project = filters.CharFilter(field_name="project__key")
 
     class Meta:
@@ -143,8 +163,8 @@ class FileClaimFilter(PathFilterSet):
 
 
 class ClaimConflictFilter(PathFilterSet):
-    since = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
-    until = filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
+    since = DateTimeFilter(field_name="occurred_at", lookup_expr="gte")
+    until = DateTimeFilter(field_name="occurred_at", lookup_expr="lt")
     forced = BooleanFilter()
     # Either side of the conflict: the issue that was refused or the one that held.
     issue = filters.NumberFilter(method="filter_issue", min_value=1, max_value=MAX_ID)
@@ -161,7 +181,7 @@ class ClaimConflictFilter(PathFilterSet):
 
 class MessageFilter(filters.FilterSet):
     scope = filters.CharFilter()
-    since = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    since = DateTimeFilter(field_name="created_at", lookup_expr="gte")
     agent = filters.CharFilter(method="filter_agent", max_length=100)
 
     def filter_agent(self, queryset: QuerySet[Message], name: str, value: str) -> QuerySet[Message]:

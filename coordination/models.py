@@ -254,6 +254,10 @@ class IssueLease(models.Model):
     acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+    # Grows with each new lease of the issue and is never reused (API.md, Fences):
+    # the services number it in the insert (leases.insert_lease_within_cap); the
+    # default serves only rows made directly through the ORM (fixtures).
+    fence = models.PositiveIntegerField(default=1, editable=False)
 
     objects = LeaseQuerySet.as_manager()
 
@@ -264,7 +268,9 @@ class IssueLease(models.Model):
                 fields=["workspace", "issue"],
                 condition=Q(released_at__isnull=True),
                 name="one_unreleased_lease_per_issue",
-            )
+            ),
+            # "Never reused", proved by the database.
+            models.UniqueConstraint(fields=["issue", "fence"], name="lease_fence_unique"),
         ]
         indexes = [models.Index(fields=["workspace", "session", "released_at"])]
 
@@ -447,6 +453,10 @@ class WorktreeLock(models.Model):
     acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+    # Grows with each new lock of the worktree and is never reused (API.md, Fences):
+    # numbered in the insert (worktrees.insert_lock); the default serves only rows
+    # made directly through the ORM (fixtures).
+    fence = models.PositiveIntegerField(default=1, editable=False)
 
     class Meta:
         constraints = [
@@ -454,7 +464,9 @@ class WorktreeLock(models.Model):
                 fields=["worktree"],
                 condition=Q(released_at__isnull=True),
                 name="one_unreleased_lock_per_worktree",
-            )
+            ),
+            # "Never reused", proved by the database.
+            models.UniqueConstraint(fields=["worktree", "fence"], name="lock_fence_unique"),
         ]
 
     def __str__(self) -> str:

@@ -5,6 +5,7 @@ ALLOWED_HOSTS and PROJEKTOR_SESSION_TTL_SECONDS are read the same way.
 """
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -32,11 +33,47 @@ if not SECRET_KEY:
     SECRET_KEY = "insecure-development-key-not-for-production"
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
 
+# PROJEKTOR_HTTPS says the site is served over HTTPS only (TLS in gunicorn, or a proxy
+# that terminates it and sends X-Forwarded-Proto, which gunicorn trusts from the
+# addresses in FORWARDED_ALLOW_IPS). Then plain http is redirected, cookies are
+# https-only and browsers are told to keep to https (HSTS). Off by default, so that
+# `make run`, the tests and a plain-http deployment on a trusted network work; a
+# production deployment sets it, and `manage.py check --deploy` warns until it does.
+PROJEKTOR_HTTPS = env_bool("PROJEKTOR_HTTPS", False)
+SECURE_SSL_REDIRECT = PROJEKTOR_HTTPS
+SESSION_COOKIE_SECURE = PROJEKTOR_HTTPS
+CSRF_COOKIE_SECURE = PROJEKTOR_HTTPS
+SECURE_HSTS_SECONDS = (
+    int(os.environ.get("PROJEKTOR_HSTS_SECONDS", "31536000")) if PROJEKTOR_HTTPS else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PROJEKTOR_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("PROJEKTOR_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [
+    # W021 asks for the HSTS "preload" directive. Serving it consents to the browsers'
+    # preload list for the whole registrable domain, a choice for the domain's owner
+    # (at hstspreload.org), which one app on one host cannot make for them: it is
+    # opt-in with PROJEKTOR_HSTS_PRELOAD.
+    "security.W021",
+]
+
 # One TTL for every liveness decision (invariant 1): sessions, and through them
 # leases, file claims and worktree locks.
 PROJEKTOR_SESSION_TTL_SECONDS = int(os.environ.get("PROJEKTOR_SESSION_TTL_SECONDS", "120"))
 if PROJEKTOR_SESSION_TTL_SECONDS < 1:
     raise ImproperlyConfigured("PROJEKTOR_SESSION_TTL_SECONDS must be a positive integer")
+
+
+def env_rate(name: str, default: str) -> str:
+    rate = os.environ.get(name, default)
+    if not re.fullmatch(r"[0-9]+/(s|sec|second|m|min|minute|h|hour|d|day)", rate):
+        raise ImproperlyConfigured(f"{name} must look like 6000/min (s, min, hour, day)")
+    return rate
+
+
+# Rate limits (API.md): per API key, and per client address for requests without one.
+PROJEKTOR_THROTTLE_KEY = env_rate("PROJEKTOR_THROTTLE_KEY", "6000/min")
+PROJEKTOR_THROTTLE_ANON = env_rate("PROJEKTOR_THROTTLE_ANON", "120/min")
+PROJEKTOR_NUM_PROXIES = int(os.environ.get("PROJEKTOR_NUM_PROXIES", "0"))
 
 INSTALLED_APPS = [
     "coordination.apps.ProjektorAdminConfig",  # django.contrib.admin, with our site
@@ -57,6 +94,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # 503 `unavailable` while the database is down; above sessions and auth, which use it.
+    "projektor.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -84,8 +123,12 @@ TEMPLATES = [
 ]
 
 DATABASES = {
+    # Health checks: a persistent connection the server dropped (restart, outage) is
+    # tested before its first use in a request and replaced, not reused and failed.
     "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'projektor.sqlite3'}", conn_max_age=60
+        default=f"sqlite:///{BASE_DIR / 'projektor.sqlite3'}",
+        conn_max_age=60,
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -125,6 +168,30 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "workspaces"
 LOGOUT_REDIRECT_URL = "login"
 
+# A cache every app process sees: the rate-limit counters must hold across them all.
+# Redis when REDIS_URL is set; else tables in the database (made by a post_migrate
+# hook running createcachetable). "throttle" holds only the rate-limit counters.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    _redis = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        # Every API request counts in Redis: an unreachable one costs a second at most.
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+    CACHES = {"default": _redis, "throttle": {**_redis, "KEY_PREFIX": "throttle"}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "projektor_cache",
+        },
+        "throttle": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "projektor_throttle",
+        },
+    }
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "coordination.api.auth.ApiKeyAuthentication",
@@ -139,6 +206,16 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "coordination.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # API.md "Rate limits": per key, else per client address, counted in the shared
+    # ``throttle`` cache (coordination/api/throttling.py says how and why).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "coordination.api.throttling.ApiKeyRateThrottle",
+        "coordination.api.throttling.AddressRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"key": PROJEKTOR_THROTTLE_KEY, "anon": PROJEKTOR_THROTTLE_ANON},
+    # The client address is REMOTE_ADDR; behind N proxies, the Nth address from the
+    # right of X-Forwarded-For (which the client itself can write to, on the left).
+    "NUM_PROXIES": PROJEKTOR_NUM_PROXIES,
 }
 
 SPECTACULAR_SETTINGS = {

@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("coordination.api.urls")),
+    path("mcp", include("coordination.mcp.urls")),  # MCP for agents: API key, no CSRF
     # Any other /api/ URL answers JSON too, never Django's HTML page (even with DEBUG),
     # for every method: agents send no CSRF cookie, and there is nothing here to protect.
     re_path(r"^api/", csrf_exempt(lambda request: api_not_found(request))),

@@ -43,6 +43,28 @@ def _postgres_only(request: pytest.FixtureRequest) -> None:
         pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_opens_the_logs() -> Iterator[None]:
+    """Between transactional tests the database is flushed. PostgreSQL truncates (no
+    row triggers fire); SQLite deletes row by row, which the append-only logs refuse:
+    the flush runs in maintenance mode (the logs' door open for every workspace)."""
+    from django.core.management.commands import flush
+
+    from coordination.services.logs import EVERY_WORKSPACE, unlocked
+
+    handle = flush.Command.handle
+
+    def handle_with_logs_open(self: Any, **options: Any) -> Any:
+        if connections[options.get("database", "default")].vendor != "sqlite":
+            return handle(self, **options)
+        with unlocked(EVERY_WORKSPACE):
+            return handle(self, **options)
+
+    flush.Command.handle = handle_with_logs_open  # type: ignore[method-assign]
+    yield
+    flush.Command.handle = handle  # type: ignore[method-assign]
+
+
 def make_client(raw_key: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
@@ -157,3 +179,24 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(request: pytest.FixtureRequest) -> None:
+    """Every test starts with no request counted against any key or address.
+
+    On the database cache the counters are rows beside the test's data, kept by a
+    test that commits; a test that does not use the database has none to clear.
+    """
+    from django.core.cache import caches
+    from django.core.cache.backends.db import BaseDatabaseCache
+
+    from coordination.api import throttling
+
+    if isinstance(caches[throttling.CACHE_ALIAS], BaseDatabaseCache):
+        if not request.node.get_closest_marker("django_db") and (
+            "_django_db_helper" not in request.fixturenames
+        ):
+            return
+        request.getfixturevalue("_django_db_helper")
+    throttling.clear()

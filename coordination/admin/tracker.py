@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from coordination import models as m
 from coordination.admin import forms
 from coordination.admin.reporting import report
-from coordination.services import operators, workflow
+from coordination.services import logs, operators, workflow
 
 
 class KeptAdmin(admin.ModelAdmin):
@@ -28,6 +28,14 @@ class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     filter_horizontal = ["members"]
+
+    # A tenant goes with its append-only logs: only through the one door that allows it.
+    def delete_model(self, request: HttpRequest, obj: m.Workspace) -> None:
+        logs.delete_workspace(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[m.Workspace]) -> None:
+        for workspace in queryset:
+            logs.delete_workspace(workspace)
 
 
 @admin.register(m.ApiKey)

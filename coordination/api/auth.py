@@ -23,6 +23,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, raw_key = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not raw_key.strip():
             raise AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
+        # Found by the SHA-256 digest of what was sent, in one indexed query; this is
+        # as safe against timing attacks as a constant-time comparison, which is
+        # therefore not added. The index compares digests, and its timing can at most
+        # tell an attacker how long a prefix of *their own input's digest* matches a
+        # stored digest. Growing that prefix means finding inputs whose digest starts
+        # a given way (a brute-force search, 16 times longer for each hex digit), and
+        # even a whole stored digest would be useless: the server hashes what it is
+        # sent, so a digest is not a key, and SHA-256 cannot be inverted to a 256-bit
+        # random key. A constant-time comparison protects a secret compared as sent;
+        # here the attacker never reaches the secret, only its one-way image.
         key = (
             ApiKey.objects.select_related("workspace")
             .filter(key_hash=hash_api_key(raw_key.strip()), revoked_at__isnull=True)

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from coordination import filtersets, selectors
 from coordination.api.serializers import (
+    FenceField,
     IdField,
     ReleaseReasonField,
     StrictBooleanField,
@@ -51,6 +52,7 @@ class FileClaimInput(serializers.Serializer):
     paths = path_list()
     session = IdField(required=False, allow_null=True)
     force = StrictBooleanField(required=False, default=False)
+    fence = FenceField(help_text="The fence of the issue's lease: claim only while it is current.")
 
 
 class FileReleaseInput(serializers.Serializer):
@@ -159,7 +161,9 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         request=FileClaimInput,
         responses={
             201: ClaimedFilesSerializer,
-            409: OpenApiResponse(description="file_conflict (+conflicts), session_not_live"),
+            409: OpenApiResponse(
+                description="file_conflict (+conflicts), session_not_live, stale_fence"
+            ),
         },
     )
     def create(self, request: Request) -> Response:
@@ -170,6 +174,7 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
             paths=data["paths"],
             session_id=data.get("session"),
             force=data["force"],
+            fence=data.get("fence"),
         )
         body = ClaimedFilesSerializer(claimed).data
         return Response(body, status=status.HTTP_201_CREATED)

@@ -3,7 +3,7 @@
 from typing import Any
 
 from django.core.validators import validate_slug
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
-from coordination.api.serializers import IdField, StrictCharField
+from coordination.api.serializers import FenceField, IdField, StrictCharField
 from coordination.api.views import WorkspaceViewSet, parse
-from coordination.models import Run, Worktree
+from coordination.models import Run, Worktree, WorktreeLock
 from coordination.services import worktrees
 
 # --- serializers -----------------------------------------------------------------
@@ -39,6 +39,9 @@ class RunDispatchInput(serializers.Serializer):
 
 class RunFinishInput(serializers.Serializer):
     outcome = serializers.ChoiceField(choices=[Run.Status.SUCCEEDED, Run.Status.FAILED])
+    fence = FenceField(
+        help_text="The fence of the run's worktree lock: finish only while it is current."
+    )
 
 
 class RunErrorField(serializers.ChoiceField):
@@ -51,10 +54,18 @@ class RunErrorField(serializers.ChoiceField):
         return value or None
 
 
+def with_lock_fence(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Each run with ``lock_fence``: the fence of its worktree lock (a run takes at
+    most one), or None. One subquery, so a list costs no query per row."""
+    lock = WorktreeLock.objects.filter(run=OuterRef("pk")).order_by("-id").values("fence")[:1]
+    return runs.annotate(lock_fence=Subquery(lock))
+
+
 class RunSerializer(serializers.ModelSerializer):
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
     error = RunErrorField()
     live = serializers.BooleanField(source="is_live", read_only=True)
+    fence = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
@@ -64,12 +75,18 @@ class RunSerializer(serializers.ModelSerializer):
             "session",
             "lock_mode",
             "worktree",
+            "fence",
             "status",
             "live",
             "error",
             "started_at",
             "finished_at",
         ]
+
+    def get_fence(self, run: Run) -> int | None:
+        if hasattr(run, "lock_fence"):  # fetched through with_lock_fence()
+            return run.lock_fence
+        return run.locks.order_by("-id").values_list("fence", flat=True).first()
 
 
 # --- viewsets ----------------------------------------------------------------------
@@ -96,7 +113,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceView
     filterset_class = filtersets.RunFilter
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.runs(self.workspace)
+        return with_lock_fence(selectors.runs(self.workspace))
 
     @extend_schema(
         request=RunDispatchInput,
@@ -115,11 +132,20 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceView
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=RunFinishInput, responses=RunSerializer)
+    @extend_schema(
+        request=RunFinishInput,
+        responses={
+            200: RunSerializer,
+            409: OpenApiResponse(description="run_not_running, stale_fence"),
+        },
+    )
     @action(detail=True, methods=["post"])
     def finish(self, request: Request, pk: str) -> Response:
         data = parse(RunFinishInput, request)
         run = worktrees.finish_run(
-            workspace=self.workspace, run_id=int(pk), outcome=data["outcome"]
+            workspace=self.workspace,
+            run_id=int(pk),
+            outcome=data["outcome"],
+            fence=data.get("fence"),
         )
         return Response(RunSerializer(run).data)

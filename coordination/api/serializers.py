@@ -26,6 +26,26 @@ class IdField(serializers.IntegerField):
         super().__init__(**kwargs)
 
 
+class FenceField(serializers.IntegerField):
+    """An optional fence (API.md, "Fences"): a positive JSON integer within the
+    column's range; ``"3"``, ``3.0`` or ``true`` are type errors, not fences. ``null``
+    is the same as no fence."""
+
+    MAX = 2**31 - 1
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", self.MAX)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """Only JSON true/false: ``"yes"`` or ``1`` are type errors, not booleans."""
 
@@ -77,6 +97,10 @@ class SessionRefInput(serializers.Serializer):
     session = IdField()
 
 
+class LeaseReleaseInput(SessionRefInput):
+    fence = FenceField(help_text="The lease's fence: release only while it is current.")
+
+
 class SessionSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name")
     role = serializers.CharField(source="agent.role")
@@ -117,6 +141,7 @@ class LeaseSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
     release_reason = ReleaseReasonField()
+    fence = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = IssueLease
@@ -129,6 +154,7 @@ class LeaseSerializer(serializers.ModelSerializer):
             "released_at",
             "release_reason",
             "live",
+            "fence",
         ]
 
 

@@ -162,12 +162,15 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
         code = status.HTTP_201_CREATED if claimed.created else status.HTTP_200_OK
         return Response(s.LeaseSerializer(claimed.lease).data, status=code)
 
-    @extend_schema(request=s.SessionRefInput, responses=s.LeaseSerializer)
+    @extend_schema(request=s.LeaseReleaseInput, responses=s.LeaseSerializer)
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str) -> Response:
-        data = parse(s.SessionRefInput, request)
+        data = parse(s.LeaseReleaseInput, request)
         lease = leases.release_issue(
-            workspace=self.workspace, issue_id=int(pk), session_id=data["session"]
+            workspace=self.workspace,
+            issue_id=int(pk),
+            session_id=data["session"],
+            fence=data.get("fence"),
         )
         return Response(s.LeaseSerializer(lease).data)
 

@@ -35,6 +35,9 @@ class FinishWorkInput(serializers.Serializer):
     issue = s.IdField()
     to = serializers.ChoiceField(choices=Issue.Status.choices, default=Issue.Status.IN_REVIEW)
     report = s.ReportSerializer(required=False)
+    fence = s.FenceField(
+        help_text="The fence of the issue's lease: finish only while it is current."
+    )
 
 
 class FinishedSerializer(serializers.Serializer):
@@ -72,7 +75,9 @@ class FinishWorkView(APIView):
         request=FinishWorkInput,
         responses={
             200: FinishedSerializer,
-            409: OpenApiResponse(description="invalid_transition (+missing), lease_not_held"),
+            409: OpenApiResponse(
+                description="invalid_transition (+missing), lease_not_held, stale_fence"
+            ),
         },
         description="Move the issue, release its file claims and lease, end the session.",
     )
@@ -84,5 +89,6 @@ class FinishWorkView(APIView):
             issue_id=data["issue"],
             to=data["to"],
             report=dict(data["report"]) if "report" in data else None,
+            fence=data.get("fence"),
         )
         return Response(FinishedSerializer(finished).data)

@@ -51,7 +51,7 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import normalise_paths
-from coordination.services import messages
+from coordination.services import leases, messages
 from coordination.services.common import release_if_holder_dead, release_unreleased
 
 CLAIM = FileClaim._meta.db_table
@@ -210,8 +210,13 @@ def claim_files(
     paths: Sequence[str],
     session_id: int | None = None,
     force: bool = False,
+    fence: int | None = None,
 ) -> ClaimedFiles:
     """Claim every path for the issue, or none (invariants 4, 5, 6, 8).
+
+    With ``fence`` (the fence of the issue's lease, API.md "Fences"), the claim is
+    made only while that lease is the issue's unreleased one: otherwise
+    ``stale_fence``, and nothing is claimed or logged.
 
     - a path this issue already holds is kept (idempotent) and returned in claims;
     - a path whose holder session is not live is reclaimed ``expired``, no conflict;
@@ -226,9 +231,17 @@ def claim_files(
     for _ in range(MAX_ATTEMPTS):
         try:
             outcome = _attempt(
-                workspace=workspace, issue=issue, session=session, paths=wanted, force=force
+                workspace=workspace,
+                issue=issue,
+                session=session,
+                paths=wanted,
+                force=force,
+                fence=fence,
             )
         except _Raced:
+            continue
+        except leases.IssueLocked:  # see leases.check_lease_fence
+            leases.wait_for_issue(issue.pk)
             continue
         if isinstance(outcome, _Refused):
             raise file_conflict(outcome.conflicts, requested=len(wanted))
@@ -266,8 +279,15 @@ def _attempt(
     session: AgentSession | None,
     paths: list[str],
     force: bool,
+    fence: int | None = None,
 ) -> ClaimedFiles | _Refused:
     with transaction.atomic():
+        if fence is not None:
+            # First, before the path locks: the lease and its issue are share-locked
+            # (PostgreSQL) until commit, so the lease cannot be reclaimed under this
+            # claim, and a refusal has written nothing. Lease before paths is the
+            # order a reclaiming start_work takes them in.
+            leases.check_lease_fence(issue_id=issue.pk, fence=fence)
         if session is not None and not selectors.is_live(session):
             raise SessionNotLive(f"Session {session.pk} is not live.")
         lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)

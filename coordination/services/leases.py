@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from coordination import selectors
 from coordination.errors import (
@@ -10,6 +10,7 @@ from coordination.errors import (
     LeaseHeld,
     LeaseNotHeld,
     SessionNotLive,
+    StaleFence,
     WipLimitReached,
 )
 from coordination.liveness import db_now_sql, live_session_sql
@@ -76,13 +77,34 @@ def insert_lease_within_cap(
     One statement: the count and the insert cannot be split by another claimer of
     this project (the project lock is held), and the partial unique index turns a
     second unreleased lease on the issue into "no row" instead of an error.
+
+    The fence is ``MAX(fence) + 1`` over every lease row of the issue, released ones
+    included (rows are never deleted while their issue exists), computed in this same
+    statement. Why that is monotonic and never reused, rather than a counter column:
+
+    - PostgreSQL (READ COMMITTED): every lease insert runs here, inside
+      ``claim_issue``'s transaction, after ``lock_project``. All claimers of an issue
+      lock its project, so they queue on that row lock, and this statement's snapshot
+      is taken after the lock was granted: it sees every lease an earlier claimer
+      committed, and no other claimer of the issue can have one in flight. A release
+      only sets ``released_at``, so it never lowers the maximum. The unique
+      constraint ``lease_fence_unique`` (issue, fence) is the database's proof: were
+      the project lock ever bypassed, a duplicate would be an error, never a reuse.
+    - SQLite: ``BEGIN IMMEDIATE`` made this transaction the only writer.
+    - A lease whose transaction rolls back (a refused start_work) was never given to
+      anyone, so its number is free to be issued.
+
+    A counter on the issue row would need an UPDATE of the issue in every claim: a
+    row lock that conflicts with the ``FOR SHARE`` the claim, file claims and closes
+    order themselves by, and a rebuild of a guarded table on SQLite (0003).
     """
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
-                                 acquired_at, release_reason)
-            SELECT %s, %s, %s, %s, {db_now_sql()}, ''
+                                 acquired_at, release_reason, fence)
+            SELECT %s, %s, %s, %s, {db_now_sql()}, '',
+                   (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s)
             WHERE (SELECT count(*) FROM {LEASE} l
                    JOIN {ISSUE} i ON i.id = l.issue_id
                    JOIN {SESSION} s ON s.id = l.session_id
@@ -91,7 +113,15 @@ def insert_lease_within_cap(
             ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
             RETURNING id
             """,
-            [workspace_id, issue.pk, session.pk, session.agent_id, issue.project_id, limit],
+            [
+                workspace_id,
+                issue.pk,
+                session.pk,
+                session.agent_id,
+                issue.pk,
+                issue.project_id,
+                limit,
+            ],
         )
         row = cursor.fetchone()
     return row[0] if row else None
@@ -129,8 +159,13 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
         if current is not None:
             if current.session_id == session.pk:
                 return Claimed(lease=current, created=False)
-            if current.is_live or not release_if_holder_dead(current):  # type: ignore[attr-defined]
+            if current.is_live:  # type: ignore[attr-defined]
                 raise lease_held(current)
+            # A dead holder's lease is reclaimed. If that finds nothing to release, its
+            # holder either came back (the insert below meets its unreleased lease:
+            # lease_held) or released it itself (e.g. with its fence) since we looked:
+            # then the issue is free, and this claim takes it with the next fence.
+            release_if_holder_dead(current)
         lease_id = insert_lease_within_cap(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )
@@ -162,16 +197,114 @@ def record_denial(
     )
 
 
-def release_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> IssueLease:
-    """Explicit release by the holding session."""
+def release_issue(
+    *, workspace: Workspace, issue_id: int, session_id: int, fence: int | None = None
+) -> IssueLease:
+    """Explicit release by the holding session.
+
+    With ``fence``, only the unreleased lease of that fence is released, in one
+    compare-and-set statement: a lease reclaimed meanwhile (released ``expired`` by
+    another claimer) no longer matches, so a holder that lost it while paused gets
+    ``stale_fence`` and changes nothing. On PostgreSQL the UPDATE and a reclaim's
+    UPDATE of the same row queue on its row lock, and the second re-checks
+    ``released_at IS NULL`` on the row the first committed: exactly one wins.
+    """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
+    if fence is not None:
+        held = IssueLease.objects.filter(issue=issue, session=session, fence=fence)
+        if not release_unreleased(held, ReleaseReason.RELEASED):
+            if lease_fence(issue.pk) != fence:
+                raise stale_fence(issue_id=issue.pk, fence=fence)
+            raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
+        return selectors.leases(workspace).get(issue=issue, fence=fence)
     lease = IssueLease.objects.unreleased().filter(issue=issue, session=session).first()
     if lease is None or not release_unreleased(
         IssueLease.objects.filter(pk=lease.pk), ReleaseReason.RELEASED
     ):
         raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
     return selectors.leases(workspace).get(pk=lease.pk)
+
+
+# --- fences ---------------------------------------------------------------------------
+
+
+def lease_fence(issue_id: int, *, lock: bool = False) -> int | None:
+    """The fence of the issue's unreleased lease, or None if it has none.
+
+    With ``lock`` (PostgreSQL), the lease row is read ``FOR SHARE``: a reclaim,
+    release or close, which UPDATE that row, wait until this transaction ends, so
+    the fence stays current until then. If one of them is committing, this read waits
+    for it and re-checks ``released_at IS NULL`` on the new row: it then finds no
+    lease, never the old fence.
+    """
+    suffix = " FOR SHARE" if lock and connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT fence FROM {LEASE} WHERE issue_id = %s AND released_at IS NULL{suffix}",
+            [issue_id],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
+
+
+class IssueLocked(Exception):
+    """The issue's row is locked for a change (a close, a transition): the caller
+    rolls back, waits for that lock alone (``wait_for_issue``) and tries again."""
+
+
+# PostgreSQL's lock_not_available, raised by NOWAIT.
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def check_lease_fence(*, issue_id: int, fence: int) -> None:
+    """Raise ``stale_fence`` unless ``fence`` is the issue's unreleased lease's, and
+    keep it so for the rest of the transaction. Call it first in the transaction.
+
+    PostgreSQL: the lease row, then the issue row, both ``FOR SHARE`` until commit:
+    a reclaim, release or close must UPDATE the lease row, so it waits for this
+    transaction. The order avoids both cycles that could form here:
+
+    - a reclaiming ``start_work`` holds the lease row (updated), then takes path
+      locks and may lock its issue ``FOR NO KEY UPDATE`` (todo to in_progress): so
+      this waits for the lease row holding nothing, not even the issue;
+    - a close (or ``finish_work``) holds the issue ``FOR NO KEY UPDATE``, then
+      updates the lease row: so the issue is taken ``NOWAIT`` while the lease share
+      is held, and if it is locked, ``IssueLocked`` rolls everything back for the
+      caller to wait for the issue alone and try again.
+
+    SQLite: ``BEGIN IMMEDIATE`` made this transaction the only writer.
+    """
+    if lease_fence(issue_id, lock=True) != fence:
+        raise stale_fence(issue_id=issue_id, fence=fence)
+    if connection.vendor != "postgresql":
+        return
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:  # a savepoint
+            cursor.execute(f"SELECT id FROM {ISSUE} WHERE id = %s FOR SHARE NOWAIT", [issue_id])
+    except OperationalError as error:
+        cause = error.__cause__
+        if getattr(cause, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+            raise IssueLocked(issue_id) from None
+        raise
+
+
+def wait_for_issue(issue_id: int) -> None:
+    """Wait, holding nothing else, until whoever locked the issue row commits."""
+    with transaction.atomic():
+        share_lock_issue(issue_id)
+
+
+def stale_fence(*, issue_id: int, fence: int) -> StaleFence:
+    """The refusal of a lease fence that is not the issue's current one."""
+    current = lease_fence(issue_id)
+    held = f"its current lease has fence {current}" if current else "it has no unreleased lease"
+    return StaleFence(
+        f"Fence {fence} is not the current lease's on issue {issue_id} ({held}): "
+        "the lease was lost; nothing was changed.",
+        fence=fence,
+        current_fence=current,
+    )
 
 
 def release_session_leases(*, session: AgentSession, reason: str) -> int:

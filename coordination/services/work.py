@@ -1,8 +1,9 @@
 """start_work and finish_work: a unit of work in one call each [start_work, finish_work].
 
-``start_work`` registers a session, takes the issue's lease, claims the paths and
-says so on the issue: all or nothing. The steps run in one transaction, so a
-refusal at any step rolls every step back: no session, no lease, no claim is left.
+``start_work`` registers a session, takes the issue's lease, claims the paths, moves
+a ``todo`` issue to ``in_progress`` and says so on the issue: all or nothing. The
+steps run in one transaction, so a refusal at any step rolls every step back: no
+session, no lease, no claim is left.
 The logs are the exception, as always: a WIP-cap refusal or a file conflict is
 recorded even though the request failed. Their rows were written inside the
 rolled-back transaction, so they are written again after it, for the agent (the
@@ -83,6 +84,13 @@ def start_work(
                 if paths
                 else []
             )
+            if issue.status == Issue.Status.TODO:  # the work has started: say so on the board
+                workflow.transition_issue(
+                    workspace=workspace,
+                    issue_id=issue.pk,
+                    to=Issue.Status.IN_PROGRESS,
+                    by_human=False,
+                )
             message = messages.record_message(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),
@@ -126,10 +134,17 @@ def finish_work(
     issue_id: int,
     to: str = Issue.Status.IN_REVIEW,
     report: dict[str, str] | None = None,
+    fence: int | None = None,
 ) -> Finished:
+    """With ``fence`` (the fence of the issue's lease), only while that lease is the
+    issue's unreleased one: otherwise ``stale_fence`` and nothing changes."""
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
     held = IssueLease.objects.unreleased().filter(issue=issue, session=session)
+    if fence is not None:
+        if leases.lease_fence(issue.pk) != fence:  # lost it: say so, not "not held"
+            raise leases.stale_fence(issue_id=issue.pk, fence=fence)
+        held = held.filter(fence=fence)
     if not held.exists():
         raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
     held_paths = sorted(
@@ -138,6 +153,14 @@ def finish_work(
         ).values_list("path", flat=True)
     )
     with transaction.atomic():
+        if fence is not None:
+            # Checked again under the issue's row lock (taken first, as the transition
+            # below takes it): a claimer reclaims only while holding the issue FOR
+            # SHARE, so the lease cannot change hands until this commits, and a close
+            # cannot have released it before the check.
+            selectors.get_issue(workspace, issue.pk, for_update=True)
+            if leases.lease_fence(issue.pk) != fence:
+                raise leases.stale_fence(issue_id=issue.pk, fence=fence)
         # The issue first (the order a close takes: issue, then its claims), so a
         # claimer holding the issue FOR SHARE and waiting on a claim cannot deadlock us.
         moved = workflow.transition_issue(
@@ -149,6 +172,8 @@ def finish_work(
         )
         # Compare-and-set: a lease reclaimed meanwhile undoes the whole finish.
         if not release_unreleased(held, ReleaseReason.RELEASED) and to not in Issue.CLOSED_STATUSES:
+            if fence is not None:
+                raise leases.stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} no longer holds issue {issue.pk}.")
         ended = agents.end_session(workspace=workspace, session_id=session.pk)
     return Finished(issue=moved, released=held_paths, session=ended)

@@ -15,7 +15,13 @@ from typing import Any, ClassVar, TypeAlias, assert_never
 from django.db import IntegrityError, connection, transaction
 
 from coordination import selectors
-from coordination.errors import InvalidInput, RunNotRunning, WorktreeBusy, WorktreeUnresolved
+from coordination.errors import (
+    InvalidInput,
+    RunNotRunning,
+    StaleFence,
+    WorktreeBusy,
+    WorktreeUnresolved,
+)
 from coordination.liveness import DbNow, db_now_sql
 from coordination.models import (
     Agent,
@@ -32,6 +38,7 @@ from coordination.services import leases
 from coordination.services.common import release_if_holder_dead, release_unreleased
 
 LOCK = WorktreeLock._meta.db_table
+WORKTREE = Worktree._meta.db_table
 
 
 # --- worktrees ----------------------------------------------------------------
@@ -126,17 +133,38 @@ def insert_lock(*, workspace_id: int, worktree_id: int, session_id: int, run_id:
     ``one_unreleased_lock_per_worktree`` is the guard, so concurrent dispatchers
     cannot both win; ON CONFLICT turns the loser's insert into "no row" instead of an
     IntegrityError that would abort the PostgreSQL transaction holding its run.
+
+    The fence is ``MAX(fence) + 1`` over every lock row of the worktree (released
+    ones included; rows are never deleted while their worktree exists), computed in
+    the insert. Dispatchers share no project lock, and under READ COMMITTED the
+    insert's snapshot could predate a lock that another dispatcher commits, and a
+    third releases, before this insert checks the unique index: it would then reuse
+    that number. So PostgreSQL first locks the worktree row ``FOR NO KEY UPDATE``
+    (held until this transaction ends; it does not conflict with the ``KEY SHARE``
+    of foreign-key checks and link guards): inserters of one worktree queue, and each
+    insert's snapshot sees every lock committed before it. SQLite's ``BEGIN
+    IMMEDIATE`` already made this the only writer. The unique constraint
+    ``lock_fence_unique`` (worktree, fence) proves "never reused" in the database.
+    A counter on the worktree row would need that row lock too, plus a rebuild of a
+    guarded table on SQLite (0003), for nothing more.
     """
+    assert connection.in_atomic_block, "the worktree row lock must last until commit"
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"SELECT id FROM {WORKTREE} WHERE id = %s FOR NO KEY UPDATE", [worktree_id]
+            )
         cursor.execute(
             f"""
             INSERT INTO {LOCK} (workspace_id, worktree_id, session_id, run_id,
-                                acquired_at, release_reason)
-            VALUES (%s, %s, %s, %s, {db_now_sql()}, '')
+                                acquired_at, release_reason, fence)
+            VALUES (%s, %s, %s, %s, {db_now_sql()}, '',
+                    (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LOCK} f
+                     WHERE f.worktree_id = %s))
             ON CONFLICT (worktree_id) WHERE released_at IS NULL DO NOTHING
             RETURNING id
             """,
-            [workspace_id, worktree_id, session_id, run_id],
+            [workspace_id, worktree_id, session_id, run_id, worktree_id],
         )
         row = cursor.fetchone()
     return row[0] if row else None
@@ -175,7 +203,13 @@ def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> Busy | None:
         ):
             return None
         holder = current_lock(worktree)
-        if holder is not None and not release_if_holder_dead(holder):
+        # Nothing reclaimed: the holder is live, or it released the lock itself (e.g.
+        # finished its run with its fence) since we looked, and then we retry.
+        if (
+            holder is not None
+            and not release_if_holder_dead(holder)
+            and WorktreeLock.objects.filter(pk=holder.pk, released_at__isnull=True).exists()
+        ):
             return Busy(holder=holder)
     return Busy(holder=current_lock(worktree))
 
@@ -285,11 +319,19 @@ def record_busy(*, run: Run, worktree: Worktree, holder: WorktreeLock | None) ->
     return WorktreeBusy(detail, holder=named, run=run.pk)
 
 
-def finish_run(*, workspace: Workspace, run_id: int, outcome: str) -> Run:
+def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | None = None) -> Run:
     """End a running run with ``outcome`` and release its lock as ``released``.
 
     Compare-and-set on ``status = 'running'``: of two finishers, the second sees
     0 rows and gets ``run_not_running``.
+
+    With ``fence`` (the fence of the run's worktree lock), the lock is released by a
+    second compare-and-set, ``released_at IS NULL AND fence = %s``, in the same
+    transaction: if the lock was reclaimed meanwhile (``expired``, by a dispatcher
+    that found the run's session dead), it matches nothing and the whole finish is
+    rolled back with ``stale_fence``: the run stays as it was. On PostgreSQL that
+    UPDATE and the reclaim's UPDATE of the lock row queue on its row lock, and the
+    second re-checks ``released_at IS NULL``: exactly one of them wins.
     """
     if outcome not in (Run.Status.SUCCEEDED, Run.Status.FAILED):
         raise InvalidInput(f"Outcome must be succeeded or failed, not {outcome!r}.")
@@ -300,8 +342,29 @@ def finish_run(*, workspace: Workspace, run_id: int, outcome: str) -> Run:
         if not finished:
             run = selectors.get_run(workspace, run_id)  # 404 if not in the workspace
             raise RunNotRunning(f"Run {run.pk} is {run.status}, not running.")
-        release_unreleased(WorktreeLock.objects.filter(run_id=run_id), ReleaseReason.RELEASED)
+        locks = WorktreeLock.objects.filter(run_id=run_id)
+        if fence is None:
+            release_unreleased(locks, ReleaseReason.RELEASED)
+        elif not release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED):
+            raise stale_lock_fence(run_id=run_id, fence=fence)  # rolls the finish back
     return selectors.runs(workspace).get(pk=run_id)
+
+
+def stale_lock_fence(*, run_id: int, fence: int) -> StaleFence:
+    """The refusal of a fence that is not the run's unreleased worktree lock's."""
+    worktree_id = Run.objects.values_list("worktree_id", flat=True).get(pk=run_id)
+    current = (
+        WorktreeLock.objects.filter(worktree_id=worktree_id, released_at__isnull=True)
+        .values_list("fence", flat=True)
+        .first()
+    )
+    now = f"; the worktree's current lock has fence {current}" if current else ""
+    return StaleFence(
+        f"Fence {fence} is not the fence of an unreleased worktree lock of run {run_id}"
+        f"{now}; nothing was changed.",
+        fence=fence,
+        current_fence=current,
+    )
 
 
 def release_session_locks(*, session: AgentSession, reason: str) -> int:

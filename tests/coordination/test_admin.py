@@ -311,8 +311,13 @@ def test_holder_filter_tells_live_from_stale_from_released(
 
 def test_logs_have_a_date_hierarchy_and_search(operator, workspace):
     populate(workspace, 3)
-    ClaimConflict.objects.filter(pk=ClaimConflict.objects.first().pk).update(
-        occurred_at=timezone.now() - timedelta(days=400)
+    first = ClaimConflict.objects.order_by("pk").first()
+    ClaimConflict.objects.create(  # a year back, dated at insert (the log is append-only)
+        workspace=workspace,
+        path="old/x.py",
+        rejected_issue=first.rejected_issue,
+        holding_issue=first.holding_issue,
+        occurred_at=timezone.now() - timedelta(days=400),
     )
     page = operator.get(url(ClaimConflict) + "?q=src/f1.py").content.decode()
     assert "src/f1.py" in page and "src/f2.py" not in page

@@ -74,3 +74,14 @@ def test_unreleased_rows_show_null_release_fields(api, workspace, issue, make_se
     leases.release_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
     assert api.get(f"{V1}/leases/").json()["results"][0]["release_reason"] == "released"
     assert IssueLease.objects.get().release_reason == "released"
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["1643-12-17T22:55:02-20:28", "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"],
+)
+def test_times_with_odd_offsets_are_a_400_or_an_answer_never_a_500(api, workspace, since):
+    for url in ("/claim-conflicts/", "/wip-cap-denials/", "/messages/"):
+        response = api.get(f"{V1}{url}", {"since": since})
+        assert response.status_code in (200, 400), response.content
+        assert response["Content-Type"].startswith("application/json")

@@ -25,6 +25,7 @@ RUN_FIELDS = {
     "session",
     "lock_mode",
     "worktree",
+    "fence",
     "status",
     "error",
     "started_at",

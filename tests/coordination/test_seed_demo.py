@@ -27,6 +27,7 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
+from coordination.services import logs
 
 pytestmark = pytest.mark.django_db
 
@@ -78,10 +79,10 @@ def demo() -> Workspace:
 def test_the_same_seed_tells_the_same_story_and_another_seed_another():
     seed_demo("--seed", "7")
     first = counts()
-    Workspace.objects.get(slug="demo").delete()
+    logs.delete_workspace(Workspace.objects.get(slug="demo"))
     seed_demo("--seed", "7")
     assert counts() == first
-    Workspace.objects.get(slug="demo").delete()
+    logs.delete_workspace(Workspace.objects.get(slug="demo"))
     seed_demo("--seed", "8")
     assert counts() != first
 

@@ -46,6 +46,25 @@ def test_start_work_opens_a_session_leases_claims_and_says_so(api, issue):
     assert Agent.objects.get(name="coder-1").role == "engineer"
 
 
+def test_start_work_moves_a_todo_issue_to_in_progress(api, make_issue):
+    issue = make_issue(status=Issue.Status.TODO)
+    start(api, issue)
+    assert Issue.objects.get(pk=issue.pk).status == Issue.Status.IN_PROGRESS
+
+
+def test_a_refused_start_leaves_the_status_too(api, workspace, make_issue, make_session):
+    issue = make_issue(status=Issue.Status.TODO)
+    other = make_issue()
+    file_claims.claim_files(
+        workspace=workspace,
+        issue_id=other.pk,
+        paths=["hot.py"],
+        session_id=make_session("holder").pk,
+    )
+    assert_error(start(api, issue, agent="late", paths=["hot.py"]), 409, "file_conflict")
+    assert Issue.objects.get(pk=issue.pk).status == Issue.Status.TODO
+
+
 def test_start_work_without_paths_claims_nothing(api, issue):
     body = start(api, issue).json()
     assert body["claims"] == [] and IssueLease.objects.get().issue_id == issue.pk

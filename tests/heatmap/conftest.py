@@ -36,15 +36,14 @@ def add_conflict() -> Callable[..., ClaimConflict]:
     def add(
         rejected: Issue, holding: Issue, path: str, at: datetime = T0, *, forced: bool = False
     ) -> ClaimConflict:
-        conflict = ClaimConflict.objects.create(
+        return ClaimConflict.objects.create(  # dated at insert: the log is append-only
             workspace=rejected.workspace,
             path=path,
             rejected_issue=rejected,
             holding_issue=holding,
             forced=forced,
+            occurred_at=at,
         )
-        ClaimConflict.objects.filter(pk=conflict.pk).update(occurred_at=at)
-        return conflict
 
     return add
 

@@ -22,7 +22,7 @@ from django.db import connections
 
 from coordination.errors import CoordinationError
 from coordination.models import Issue, Project, Workspace
-from coordination.services import agents, leases
+from coordination.services import agents, leases, logs
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -44,7 +44,7 @@ class Command(BaseCommand):
             for workload in ("one-project", "per-project", "contended"):
                 self.run_workload(workspace, workload, **options)
         finally:
-            workspace.delete()
+            logs.delete_workspace(workspace)  # its WIP-cap denials go with it
 
     def run_workload(
         self,

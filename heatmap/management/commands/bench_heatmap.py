@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from coordination.models import Agent, ClaimConflict, FileClaim, Issue, Project, Workspace
+from coordination.services import logs
 from heatmap.selectors import Mode, code_heatmap, prefix_counts
 
 TOPS = ("src", "lib", "tests", "docs", "web", "api", "tools", "infra")
@@ -204,10 +205,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def drop(workspace: Workspace) -> None:
-        """Delete the scratch rows with plain DELETEs (the ORM would load 2M rows)."""
-        with transaction.atomic(), connection.cursor() as cursor:
+        """Delete the scratch rows with plain DELETEs (the ORM would load 2M rows),
+        through the door the append-only logs keep for deleting a workspace."""
+        with logs.unlocked(workspace.pk), connection.cursor() as cursor:
             for model in (ClaimConflict, FileClaim):
                 cursor.execute(
                     f"DELETE FROM {model._meta.db_table} WHERE workspace_id = %s", [workspace.pk]
                 )
-        workspace.delete()
+            workspace.delete()

@@ -1,0 +1,130 @@
+"""A tool call is its REST call, made in-process.
+
+The request is built as the REST client would send it: the caller's own
+``Authorization`` header (so the view authenticates, scopes and throttles it as
+any REST call), a JSON body or a query string, and the outer request's host and
+address. It is routed with ``django.urls.resolve`` and the view's response is
+rendered; its status and body are the tool's answer, byte for byte. Synchronous:
+the ORM is, so the MCP server calls it through ``sync_to_async``.
+"""
+
+import io
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpRequest
+from django.urls import resolve
+from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from coordination.api.exceptions import exception_handler
+from coordination.api.serializers import IdField
+from coordination.mcp.tools import ToolSpec
+from projektor.middleware import UNAVAILABLE, is_database_unavailable
+
+logger = logging.getLogger(__name__)
+
+# Outer headers that belong to the MCP exchange, not to the REST call.
+NOT_FORWARDED = ("HTTP_COOKIE", "HTTP_ACCEPT", "HTTP_MCP_", "HTTP_LAST_EVENT_ID")
+SERVER_ERROR = {"code": "server_error", "detail": "Internal error; it has been logged."}
+
+
+@dataclass(frozen=True)
+class RestAnswer:
+    status: int
+    content: bytes  # the JSON body, as the REST API rendered it
+
+    @property
+    def is_error(self) -> bool:
+        return self.status >= 400
+
+
+def _render(response: Response) -> RestAnswer:
+    return RestAnswer(response.status_code, JSONRenderer().render(response.data))
+
+
+def _query_string(arguments: Mapping[str, Any]) -> str:
+    """JSON arguments as REST query parameters: true/false, numbers, repeated lists."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in arguments.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if item is None:
+                continue
+            if isinstance(item, bool):
+                pairs.append((name, "true" if item else "false"))
+            elif isinstance(item, dict | list):
+                pairs.append((name, json.dumps(item)))
+            else:
+                pairs.append((name, str(item)))
+    return urlencode(pairs)
+
+
+def _environ(outer: HttpRequest, method: str, path: str, query: str, body: bytes) -> dict[str, Any]:
+    environ: dict[str, Any] = {
+        key: value
+        for key, value in outer.META.items()
+        if key.startswith("HTTP_") and not key.startswith(NOT_FORWARDED)
+    }
+    environ.update(
+        {
+            "REQUEST_METHOD": method,
+            "SCRIPT_NAME": outer.META.get("SCRIPT_NAME", ""),
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_ACCEPT": "application/json",
+            "SERVER_NAME": outer.META.get("SERVER_NAME", "localhost"),
+            "SERVER_PORT": str(outer.META.get("SERVER_PORT", "80")),
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": outer.META.get("REMOTE_ADDR", ""),
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.url_scheme": outer.scheme,
+        }
+    )
+    return environ
+
+
+def call(tool: ToolSpec, arguments: Mapping[str, Any], outer: HttpRequest) -> RestAnswer:
+    """Make ``tool``'s REST call with ``arguments``, authenticated as ``outer`` was."""
+    arguments = dict(arguments)
+    path = tool.path
+    if tool.url_id is not None:
+        # The URL id is validated as the REST bodies validate ids, and named after
+        # its argument: a missing or malformed one is a 400 `invalid`, as for a body.
+        try:
+            pk = IdField().run_validation(arguments.pop(tool.url_id, empty))
+        except ValidationError as error:
+            response = exception_handler(ValidationError({tool.url_id: error.detail}), {})
+            assert response is not None
+            return _render(response)
+        path = path.replace("{id}", str(pk))
+    if tool.method == "GET":
+        query, body = _query_string(arguments), b""
+    else:
+        query, body = "", json.dumps(arguments).encode()
+    request = WSGIRequest(_environ(outer, tool.method, path, query, body))
+    match = resolve(request.path_info)
+    request.resolver_match = match
+    try:
+        response = match.func(request, *match.args, **match.kwargs)
+        render = getattr(response, "render", None)
+        if callable(render):
+            render()
+    except Exception as error:
+        # What the middleware and handler500 answer the REST call: 503 while the
+        # database is unavailable, else a logged 500.
+        if is_database_unavailable(error):
+            logger.warning("Database unavailable for MCP tool %s: %s", tool.name, error)
+            return RestAnswer(503, json.dumps(UNAVAILABLE).encode())
+        logger.exception("MCP tool %s: %s %s failed", tool.name, tool.method, path)
+        return RestAnswer(500, json.dumps(SERVER_ERROR).encode())
+    return RestAnswer(response.status_code, response.content)

@@ -1,0 +1,190 @@
+"""The MCP server (the official ``mcp`` SDK's low-level ``Server``) and its HTTP entry.
+
+Served statelessly with JSON responses: every HTTP request runs the SDK's own
+Streamable HTTP handling (``StreamableHTTPSessionManager`` in stateless mode)
+from start to end, so no MCP session outlives a request and any app server of a
+load-balanced fleet can answer any request. Both protocol eras the SDK speaks
+are served: the ``initialize`` handshake and the per-request envelope.
+"""
+
+import json
+from collections.abc import MutableMapping
+from functools import cache
+from typing import Any
+
+import anyio
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import HttpRequest
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+
+from coordination.mcp import rest
+from coordination.mcp.schemas import input_schemas
+from coordination.mcp.tools import TOOLS, TOOLS_BY_NAME
+
+# The key of the ASGI scope's "state" under which the view passes its Django
+# request, whose Authorization header (and host, address) each tool call reuses.
+DJANGO_REQUEST = "django_request"
+
+
+def instructions() -> str:
+    ttl = settings.PROJEKTOR_SESSION_TTL_SECONDS
+    return (
+        "Projektor coordinates many coding agents on one codebase. Call get_workflow first: "
+        "it gives the issue states, the allowed transitions, the definition of ready, the "
+        "human gates and the report rules. Then: open a session (start_work does it all: "
+        "session, lease, file claims; or register_agent, claim_issue, claim_files); call "
+        f"heartbeat_agent well within the {ttl}-second session TTL, or your lease and file "
+        "claims may be reclaimed by others; claim files before editing them and respect a "
+        "file_conflict (it names the holder; post_message to coordinate); release files and "
+        "the issue when done (finish_work does both and ends the session; else end_agent). "
+        "A refused call is a tool error whose text is the REST error JSON: "
+        '{"code": ..., "detail": ...}.'
+    )
+
+
+@cache
+def tool_list() -> list[types.Tool]:
+    schemas = input_schemas()
+    return [
+        types.Tool(
+            name=tool.name,
+            description=f"{tool.description} (REST: {tool.method} {tool.path})",
+            input_schema=schemas[tool.name],
+            annotations=types.ToolAnnotations(read_only_hint=tool.method == "GET"),
+        )
+        for tool in TOOLS
+    ]
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    # Building the OpenAPI document imports and inspects views: not in the event loop.
+    return types.ListToolsResult(tools=await sync_to_async(tool_list)())
+
+
+def django_request_of(ctx: ServerRequestContext[Any]) -> HttpRequest:
+    state = getattr(ctx.request, "scope", {}).get("state", {})
+    request = state.get(DJANGO_REQUEST)
+    if not isinstance(request, HttpRequest):
+        raise MCPError(code=types.INTERNAL_ERROR, message="No HTTP request to act for.")
+    return request
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    tool = TOOLS_BY_NAME.get(params.name)
+    if tool is None:
+        # Not a tool error but a protocol one (the spec's "Unknown tool" example).
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+    outer = django_request_of(ctx)
+    # The REST view runs on the request's own thread (thread-sensitive): the ORM is
+    # sync-only and keeps its connection (and any transaction) per thread.
+    answer = await sync_to_async(rest.call)(tool, params.arguments or {}, outer)
+    text = answer.content.decode("utf-8") or "null"
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=body if isinstance(body, dict) else None,
+        is_error=answer.is_error,
+    )
+
+
+@cache
+def mcp_server() -> Server[Any]:
+    return Server(
+        "projektor",
+        version=str(settings.SPECTACULAR_SETTINGS["VERSION"]),
+        title="Projektor",
+        description="Issue tracker and coordination layer for fleets of coding agents.",
+        instructions=instructions(),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def handle_http(
+    request: HttpRequest, body: bytes
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Answer one HTTP request with the SDK's Streamable HTTP transport.
+
+    ``request`` is translated to an ASGI scope (its body is ``body``, already
+    read); the ASGI response messages are collected and returned as
+    ``(status, headers, body)``. A fresh stateless session manager per request
+    is the SDK's stateless mode taken literally: nothing is shared between
+    requests but the ``Server`` and its handlers.
+    """
+    scope = asgi_scope(request)
+    delivered = False
+    answered = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()  # the client stays connected until it has its answer
+        return {"type": "http.disconnect"}
+
+    status: int | None = None
+    headers: list[tuple[str, str]] = []
+    chunks: list[bytes] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            headers.extend(
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in message.get("headers", [])
+            )
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                answered.set()
+
+    # No Host/Origin checks in the SDK (security_settings=None): Django has checked
+    # the host against ALLOWED_HOSTS, and a web page cannot send another origin's
+    # Authorization header without CORS, which Projektor does not grant.
+    manager = StreamableHTTPSessionManager(app=mcp_server(), json_response=True, stateless=True)
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    if status is None:
+        error = {"code": "server_error", "detail": "The MCP transport gave no answer."}
+        return 500, [("content-type", "application/json")], json.dumps(error).encode()
+    return status, headers, b"".join(chunks)
+
+
+def asgi_scope(request: HttpRequest) -> dict[str, Any]:
+    """The ASGI HTTP scope of a Django request (plus the request itself, in ``state``)."""
+    meta = request.META
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "root_path": "",
+        "query_string": meta.get("QUERY_STRING", "").encode("latin-1"),
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.items()
+        ],
+        "client": (meta.get("REMOTE_ADDR", ""), _port(meta.get("REMOTE_PORT"))),
+        "server": (meta.get("SERVER_NAME", ""), _port(meta.get("SERVER_PORT"))),
+        "state": {DJANGO_REQUEST: request},
+    }
+
+
+def _port(value: Any) -> int:
+    return int(value) if str(value).isdigit() else 0

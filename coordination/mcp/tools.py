@@ -1,0 +1,161 @@
+"""The MCP tools: one row per tool, naming the REST call it makes.
+
+A tool call is that REST call, made in-process (``coordination.mcp.rest``): the
+same view, serializer, service and errors, so MCP and REST cannot drift. The
+arguments are the REST body (or, for a GET, the query parameters), plus the URL
+id under ``url_id`` where the path has one; the result is the REST response body.
+The names are the bracketed ones of API.md.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+API = "/api/v1"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    method: Literal["GET", "POST"]
+    path: str  # the REST path, as in the OpenAPI document ("{id}" for the URL id)
+    description: str
+    url_id: str | None = None  # the argument that fills "{id}"
+
+    def __post_init__(self) -> None:
+        if ("{id}" in self.path) != (self.url_id is not None):
+            raise ValueError(f"{self.name}: url_id must be given exactly when the path has an id")
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "register_agent",
+        "POST",
+        f"{API}/sessions/",
+        "Open a session for an agent (the name is created or reused; role and department "
+        "are updated when given; a worktree slug binds the agent). Returns the session: keep "
+        "its id and heartbeat it before the TTL runs out.",
+    ),
+    ToolSpec(
+        "heartbeat_agent",
+        "POST",
+        f"{API}/sessions/{{id}}/heartbeat/",
+        "Keep a session live. 409 session_ended once it has ended.",
+        url_id="session",
+    ),
+    ToolSpec(
+        "end_agent",
+        "POST",
+        f"{API}/sessions/{{id}}/end/",
+        "End a session cleanly: its leases and file claims are released (agent_ended) and "
+        "its worktree locks freed.",
+        url_id="session",
+    ),
+    ToolSpec(
+        "list_active_agents",
+        "GET",
+        f"{API}/sessions/",
+        "List sessions (paginated). live=true lists the live ones only; filter by agent "
+        "name or role.",
+    ),
+    ToolSpec(
+        "get_workflow",
+        "GET",
+        f"{API}/workflow/",
+        "The workflow: states, allowed transitions, the definition of ready, the human "
+        "gates and the report rules. Read it first.",
+    ),
+    ToolSpec(
+        "claim_issue",
+        "POST",
+        f"{API}/issues/{{id}}/claim/",
+        "Lease an issue for a live session (exclusive). Errors: lease_held (with the "
+        "holder), wip_limit_reached, session_not_live.",
+        url_id="issue",
+    ),
+    ToolSpec(
+        "release_issue",
+        "POST",
+        f"{API}/issues/{{id}}/release/",
+        "Release the session's lease on an issue. lease_not_held when it holds none.",
+        url_id="issue",
+    ),
+    ToolSpec(
+        "claim_files",
+        "POST",
+        f"{API}/file-claims/",
+        "Claim 1-100 file paths for an issue before editing them, all or nothing. A path "
+        "held by another issue's live claim refuses the whole call with file_conflict, "
+        "naming each holder; force=true overrides the holders (they are told).",
+    ),
+    ToolSpec(
+        "release_files",
+        "POST",
+        f"{API}/file-claims/release/",
+        "Release an issue's file claims: the given paths, or all of them; with session, "
+        "only that session's.",
+    ),
+    ToolSpec(
+        "get_code_heatmap",
+        "GET",
+        f"{API}/heatmap/",
+        "Where agents work (mode=claims) or collide (mode=contention): event counts per "
+        "path prefix in a time window.",
+    ),
+    ToolSpec(
+        "post_message",
+        "POST",
+        f"{API}/messages/",
+        "Post a message to a scope: issue:<id>, agent:<name> or project:<key>.",
+    ),
+    ToolSpec(
+        "list_messages",
+        "GET",
+        f"{API}/messages/",
+        "List messages (paginated), by scope and since; agent=<name> gives the messages to "
+        "that agent and to the issues it holds.",
+    ),
+    ToolSpec(
+        "dispatch",
+        "POST",
+        f"{API}/runs/",
+        "Start a run of an issue for a session (claims the lease first if needed) and lock "
+        "its worktree when it needs one. Errors: worktree_busy, worktree_unresolved and the "
+        "lease errors.",
+    ),
+    ToolSpec(
+        "dispatch_run",
+        "POST",
+        f"{API}/runs/",
+        "Same as dispatch: start a run of an issue for a session.",
+    ),
+    ToolSpec(
+        "finish_run",
+        "POST",
+        f"{API}/runs/{{id}}/finish/",
+        "Finish a running run (succeeded or failed); its worktree lock is released.",
+        url_id="run",
+    ),
+    ToolSpec(
+        "get_ready_issues",
+        "GET",
+        f"{API}/issues/ready/",
+        "Issues ready to work on: in todo, meeting the definition of ready, with no live "
+        "lease; urgent first, then oldest.",
+    ),
+    ToolSpec(
+        "start_work",
+        "POST",
+        f"{API}/work/start/",
+        "Register a session, lease the issue, claim the paths and announce it, all or "
+        "nothing. Returns the session, lease, claims and message.",
+    ),
+    ToolSpec(
+        "finish_work",
+        "POST",
+        f"{API}/work/finish/",
+        "Move the issue (default to in_review, with a report), release its file claims and "
+        "lease, and end the session.",
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}

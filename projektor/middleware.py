@@ -1,0 +1,122 @@
+"""503 ``unavailable`` while the database cannot be reached (DESIGN.md, error shape).
+
+A request that meets a dead database (refused or terminated connection, a database
+that accepts no connections, SQLite locked past its busy timeout) answers 503: JSON
+``{"code": "unavailable", "detail": ...}`` under ``/api/`` and ``/mcp``, a short
+page elsewhere, both with ``Retry-After``. Never Django's 500 page.
+
+Two ways an error reaches this module:
+
+- raised by a view (DRF's exception handler returns None for database errors, so
+  DRF re-raises them): ``process_exception`` answers 503;
+- raised by another middleware (a session saved in ``process_response``): Django
+  turns it into a 500 at that layer and sends ``got_request_exception`` while the
+  error is being handled; the receiver below marks the request, and ``__call__``
+  replaces that 500 with the 503.
+
+Recovery needs no restart. A database error marks the connection
+(``errors_occurred``); when the request finishes Django tests it and closes it if it
+is broken, and ``CONN_HEALTH_CHECKS`` tests a persistent connection before its first
+use in each request, so a connection the server dropped between requests is
+replaced instead of failing once.
+
+Only errors about the database's availability count: an ``IntegrityError``, a
+``ProgrammingError`` or a ``DataError`` is a bug or bad data and stays a 500.
+SQLite reports programming mistakes ("no such table", syntax errors) as
+``OperationalError`` too, so for SQLite only the messages below count.
+"""
+
+import logging
+import sqlite3
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 5
+JSON_PREFIXES = ("/api/", "/mcp")
+UNAVAILABLE = {
+    "code": "unavailable",
+    "detail": "The database is unavailable; retry shortly.",
+}
+SQLITE_UNAVAILABLE = (
+    "database is locked",
+    "database table is locked",
+    "unable to open database",
+    "disk i/o error",
+    "database or disk is full",
+)
+MARK = "_projektor_database_unavailable"
+
+
+def is_database_unavailable(error: BaseException | None) -> bool:
+    """True for an error that says the database cannot serve now, not that the
+    request or the code is wrong."""
+    if isinstance(error, InterfaceError):
+        # psycopg: the connection is closed or broken. sqlite3's InterfaceError is a
+        # parameter that cannot be bound: a programming error.
+        return not isinstance(error.__cause__, sqlite3.Error)
+    if not isinstance(error, OperationalError):
+        return False
+    cause = error.__cause__
+    if isinstance(cause, sqlite3.Error):
+        message = str(cause).lower()
+        return any(marker in message for marker in SQLITE_UNAVAILABLE)
+    # psycopg's OperationalError: connection refused or lost, the server shutting
+    # down or terminating the backend, too many connections, a deadlock or a lock
+    # or statement timeout. Each is transient: retrying later is the right advice.
+    return True
+
+
+def wants_json(request: HttpRequest) -> bool:
+    return request.path.startswith(JSON_PREFIXES)
+
+
+def unavailable_response(request: HttpRequest) -> HttpResponse:
+    response: HttpResponse
+    if wants_json(request):
+        response = JsonResponse(UNAVAILABLE, status=503)
+    else:
+        # No request context: context processors would read the session and the user,
+        # which live in the database that is down.
+        response = HttpResponse(render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def mark_unavailable(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    """``got_request_exception`` receiver: the error being handled is in sys.exc_info()."""
+    if request is not None and is_database_unavailable(sys.exc_info()[1]):
+        setattr(request, MARK, True)
+
+
+got_request_exception.connect(mark_unavailable, dispatch_uid="projektor-database-unavailable")
+
+
+class DatabaseUnavailableMiddleware:
+    """Place it above every middleware that may touch the database (sessions, auth)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code == 500 and getattr(request, MARK, False):
+            response = unavailable_response(request)
+        if response.status_code == 503 and not response.has_header("Retry-After"):
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_database_unavailable(exception):
+            return None
+        logger.warning(
+            "Database unavailable for %s %s: %s", request.method, request.path, exception
+        )
+        return unavailable_response(request)

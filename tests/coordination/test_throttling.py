@@ -1,0 +1,321 @@
+"""Rate limits (API.md): per API key, else per client address; shared by all app processes."""
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import caches
+from django.core.cache.backends.db import BaseDatabaseCache
+from django.db import connection
+from rest_framework.test import APIClient
+
+from coordination.api import throttling
+from coordination.models import ApiKey
+from tests.api_helpers import V1, assert_error
+from tests.conftest import make_client
+
+BASE_DIR = Path(settings.BASE_DIR)
+SERVER_START = 60  # seconds: two gunicorn workers importing Django on a busy machine
+REQUEST_TIMEOUT = 30
+
+
+@pytest.fixture
+def limits(settings: Any) -> Any:
+    """Small limits: 3 requests a minute per key, 2 per address without one."""
+
+    def set_rates(key: str = "3/min", anon: str = "2/min") -> None:
+        settings.REST_FRAMEWORK = {
+            **settings.REST_FRAMEWORK,
+            "DEFAULT_THROTTLE_RATES": {"key": key, "anon": anon},
+        }
+
+    set_rates()
+    return set_rates
+
+
+def assert_throttled(response: Any) -> None:
+    assert_error(response, 429, "throttled")
+    assert 1 <= int(response["Retry-After"]) <= 60
+
+
+@pytest.mark.django_db
+def test_a_key_over_its_limit_gets_429_with_retry_after(limits, api, stranger_api, workspace):
+    for _ in range(3):
+        assert api.get(f"{V1}/workflow/").status_code == 200
+    assert_throttled(api.get(f"{V1}/workflow/"))
+    assert_throttled(api.post(f"{V1}/sessions/", {"agent": "a"}, format="json"))
+    # Another key, of this workspace or another, counts on its own.
+    _, raw = ApiKey.issue(workspace, "second")
+    assert make_client(raw).get(f"{V1}/workflow/").status_code == 200
+    assert stranger_api.get(f"{V1}/workflow/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_requests_without_a_key_are_limited_per_address(limits, workspace):
+    # The public schema: anyone may fetch it, each address twice a minute here.
+    here, there = APIClient(REMOTE_ADDR="10.0.0.1"), APIClient(REMOTE_ADDR="10.0.0.2")
+    url = f"{V1}/schema/?format=json"
+    for _ in range(2):
+        assert here.get(url).status_code == 200
+    throttled = here.get(url)
+    assert throttled.status_code == 429
+    assert throttled.json()["code"] == "throttled" and int(throttled["Retry-After"]) >= 1
+    assert there.get(url).status_code == 200
+    # A key from the same address is counted per key, not per address.
+    _, raw = ApiKey.issue(workspace)
+    keyed = make_client(raw)
+    keyed.defaults["REMOTE_ADDR"] = "10.0.0.1"
+    assert keyed.get(f"{V1}/workflow/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_logged_in_person_without_a_key_counts_per_address(limits, workspace):
+    user = get_user_model().objects.create_user("ana", password="pw-ana-123")
+    workspace.members.add(user)
+    client = APIClient(REMOTE_ADDR="10.0.0.3", HTTP_X_PROJEKTOR_WORKSPACE=workspace.slug)
+    client.force_login(user)
+    for _ in range(2):
+        assert client.get(f"{V1}/projects/").status_code == 200
+    assert_throttled(client.get(f"{V1}/projects/"))
+
+
+@pytest.mark.django_db
+def test_x_forwarded_for_is_not_trusted_without_proxies(limits):
+    client = APIClient(REMOTE_ADDR="10.0.0.4")
+    url = f"{V1}/schema/?format=json"
+    for n in range(2):
+        assert client.get(url, HTTP_X_FORWARDED_FOR=f"192.0.2.{n}").status_code == 200
+    assert client.get(url, HTTP_X_FORWARDED_FOR="192.0.2.9").status_code == 429
+
+
+@pytest.mark.django_db
+def test_the_window_resets(limits, api, monkeypatch):
+    clock = [1_000_000.0]
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: clock[0]))
+    for _ in range(3):
+        assert api.get(f"{V1}/workflow/").status_code == 200
+    refused = api.get(f"{V1}/workflow/")
+    assert refused.status_code == 429 and refused["Retry-After"] == "20"  # 1_000_020 = 60 n
+    clock[0] += 20
+    assert api.get(f"{V1}/workflow/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_unreachable_redis_lets_requests_through(limits, api, settings, caplog):
+    settings.CACHES = {
+        **settings.CACHES,
+        "throttle": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{_free_port()}/0",  # nothing listens there
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        },
+    }
+    for _ in range(5):  # over the limit of 3, yet served
+        assert api.get(f"{V1}/workflow/").status_code == 200
+    assert "Redis is unavailable" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "rate", ["6000/min", "120/min", "5/s", "100/hour", "1/day", "10/second", "7/minute"]
+)
+def test_rates_parse(rate):
+    count, seconds = throttling.parse_rate(rate)
+    assert count == int(rate.split("/")[0]) and seconds in {1, 60, 3600, 86400}
+
+
+def test_a_bad_rate_in_the_environment_stops_startup():
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**_base_env(), "PROJEKTOR_THROTTLE_KEY": "lots"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=BASE_DIR,
+    )
+    assert result.returncode != 0 and "PROJEKTOR_THROTTLE_KEY" in result.stderr
+
+
+# --- across processes: two gunicorn workers share one counter ------------------------
+
+LIMIT = 12
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    env.update(SECRET_KEY="test-only-secret-key", DJANGO_SETTINGS_MODULE="projektor.settings")
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _redis_url() -> str:
+    """A Redis for the test (REDIS_URL, else a local one); skip if there is none."""
+    import redis
+
+    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError:
+        if os.environ.get("REDIS_URL"):
+            raise
+        pytest.skip(f"no Redis at {url} (set REDIS_URL)")
+    return url
+
+
+def _clear_redis_counters(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=2)
+    keys = list(client.scan_iter(match="throttle:*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+def _sqlite_database_with_key(path: Path, env: dict[str, str]) -> str:
+    """A migrated SQLite file with a workspace and a key; return the raw key."""
+    script = (
+        "import django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "call_command('migrate', verbosity=0)\n"
+        "from coordination.models import ApiKey, Workspace\n"
+        "print(ApiKey.issue(Workspace.objects.create(slug='w', name='W'))[1])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "DATABASE_URL": f"sqlite:///{path}"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=BASE_DIR,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def _test_database_url() -> str:
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def _wait_for(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the server answers (a page outside the API, so nothing is counted)."""
+    deadline = time.monotonic() + SERVER_START
+    while time.monotonic() < deadline:
+        assert server.poll() is None, log.read_text()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"gunicorn did not answer within {SERVER_START}s:\n{log.read_text()}")
+
+
+def _outside_window_edge(period: int, margin: float = 30) -> None:
+    """Do not start a burst in the last seconds of a fixed window (it would reset)."""
+    left = period - time.time() % period
+    if left < margin:
+        time.sleep(left + 1)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("cache", ["database", "redis"])
+def test_two_gunicorn_workers_share_the_counter(cache, tmp_path, workspace):
+    env = {**_base_env(), "PROJEKTOR_THROTTLE_KEY": f"{LIMIT}/day"}
+    if cache == "redis":
+        env["REDIS_URL"] = _redis_url()
+        _clear_redis_counters(env["REDIS_URL"])
+    if connection.vendor == "postgresql":
+        # The test database itself: the key made here is committed (transaction=True).
+        env["DATABASE_URL"] = _test_database_url()
+        _, raw = ApiKey.issue(workspace, "fleet")
+        if cache == "database" and not isinstance(caches["throttle"], BaseDatabaseCache):
+            # This suite runs on Redis, so migrate made no cache tables: make them.
+            result = subprocess.run(
+                [sys.executable, "manage.py", "createcachetable"],
+                env=env,
+                cwd=BASE_DIR,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+    else:
+        # pytest-django's SQLite database lives in this process's memory: use a file.
+        raw = _sqlite_database_with_key(tmp_path / "db.sqlite3", env)
+        env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+
+    port, log, access = _free_port(), tmp_path / "gunicorn.log", tmp_path / "access.log"
+    command = [sys.executable, "-m", "gunicorn", "projektor.wsgi", "-w", "2"]
+    command += ["-b", f"127.0.0.1:{port}", "--timeout", "60", "--error-logfile", str(log)]
+    command += ["--access-logfile", str(access), "--access-logformat", "%(p)s %(s)s %(U)s"]
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            command, cwd=BASE_DIR, env=env, stdout=output, stderr=output, start_new_session=True
+        )
+    try:
+        _wait_for(port, server, log)
+        _outside_window_edge(86400)
+        answers = _burst(port, raw, requests=3 * LIMIT, connections=8)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+
+    statuses = Counter(status for status, _, _ in answers)
+    assert statuses == {200: LIMIT, 429: 2 * LIMIT}, statuses
+    for status, retry_after, body in answers:
+        if status == 429:
+            assert b'"code":"throttled"' in body and int(retry_after) >= 1
+    lines = [line.split() for line in access.read_text().splitlines()]
+    served_by = {pid for pid, status, path in lines if path == f"{V1}/workflow/"}
+    assert len(served_by) == 2, f"one worker served every request: {served_by}"
+
+
+def _burst(port: int, raw_key: str, requests: int, connections: int) -> list[Any]:
+    """``requests`` GETs over ``connections`` parallel connections: (status, Retry-After, body)."""
+    answers: list[Any] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(connections)
+
+    def client(count: int) -> None:
+        barrier.wait()
+        for _ in range(count):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
+            conn.request("GET", f"{V1}/workflow/", headers={"Authorization": f"Bearer {raw_key}"})
+            response = conn.getresponse()
+            answer = (response.status, response.getheader("Retry-After"), response.read())
+            conn.close()
+            with lock:
+                answers.append(answer)
+
+    share = [requests // connections + (i < requests % connections) for i in range(connections)]
+    threads = [threading.Thread(target=client, args=(n,)) for n in share]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=REQUEST_TIMEOUT * requests)
+    assert len(answers) == requests
+    return answers
