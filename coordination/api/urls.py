@@ -6,6 +6,9 @@ from heatmap.api import HeatmapView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
+# No ".json" twins of every route: the API speaks JSON only, and the twins passed a
+# format= argument that the custom actions do not take.
+router.include_format_suffixes = False
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("projects", views.ProjectViewSet, basename="project")
 router.register("issues", views.IssueViewSet, basename="issue")

@@ -85,3 +85,9 @@ def test_times_with_odd_offsets_are_a_400_or_an_answer_never_a_500(api, workspac
         response = api.get(f"{V1}{url}", {"since": since})
         assert response.status_code in (200, 400), response.content
         assert response["Content-Type"].startswith("application/json")
+
+
+def test_docs_and_schema_are_public_whatever_key_is_sent(client):
+    bad = {"Authorization": "Bearer pk_not-a-key"}
+    assert client.get("/api/v1/schema/?format=json", headers=bad).status_code == 200
+    assert client.get("/api/v1/docs/", headers=bad).status_code == 200
