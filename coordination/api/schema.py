@@ -1,8 +1,13 @@
-"""OpenAPI description of the bearer API-key scheme (for /api/v1/schema/)."""
+"""The OpenAPI schema and docs: the bearer API-key scheme, and the public views."""
 
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -11,3 +16,26 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "A workspace API key."}
+
+
+class PublicDocsMixin(APIView):
+    """The schema and the docs are public: no key is checked (a wrong one is not a
+    401 here), but they are throttled per address like any anonymous request, and
+    a refusal answers in the API's JSON error shape, not as text under HTML."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        request = self.request
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return response
+
+
+class PublicSchemaView(PublicDocsMixin, SpectacularAPIView):
+    pass
+
+
+class PublicDocsView(PublicDocsMixin, SpectacularSwaggerView):
+    pass

@@ -91,3 +91,14 @@ def test_docs_and_schema_are_public_whatever_key_is_sent(client):
     bad = {"Authorization": "Bearer pk_not-a-key"}
     assert client.get("/api/v1/schema/?format=json", headers=bad).status_code == 200
     assert client.get("/api/v1/docs/", headers=bad).status_code == 200
+
+
+def test_a_throttled_docs_page_answers_json(client):
+    bad = {"Authorization": "Bearer pk_not-a-key"}
+    for _ in range(200):
+        response = client.get("/api/v1/docs/", headers=bad, REMOTE_ADDR="10.9.9.9")
+        if response.status_code == 429:
+            break
+    assert response.status_code == 429
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["code"] == "throttled"
