@@ -8,9 +8,9 @@ from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 
-from coordination.api.serializers import MAX_ID
 from coordination.liveness import live_q
 from coordination.models import (
+    MAX_ID,
     AgentSession,
     ClaimConflict,
     FileClaim,

@@ -15,6 +15,9 @@ from django.db.models import Case, Q, When
 
 from coordination.liveness import DbNow, live_q
 
+# Ids are bigint: the largest one that exists, so an input past it is refused early.
+MAX_ID = 2**63 - 1
+
 
 class ReleaseReason(models.TextChoices):
     """Why a lease, file claim or worktree lock ended (invariant 7)."""

@@ -1,4 +1,4 @@
-"""File claims, the claim-conflict log and messages: serializers and thin viewsets."""
+"""File claims [claim_files, release_files], the pre-commit check and the claim-conflict log."""
 
 from typing import Any
 
@@ -11,16 +11,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers import (
     FenceField,
     IdField,
     ReleaseReasonField,
     StrictBooleanField,
-    StrictCharField,
 )
-from coordination.api.views import WorkspaceViewSet, parse
-from coordination.models import ClaimConflict, FileClaim, Message
-from coordination.services import file_claims, messages
+from coordination.models import ClaimConflict, FileClaim
+from coordination.services import file_claims
 
 # --- serializers -----------------------------------------------------------------
 
@@ -131,21 +130,6 @@ class ClaimConflictSerializer(serializers.ModelSerializer):
         ]
 
 
-class MessageInput(serializers.Serializer):
-    scope = StrictCharField(max_length=200)
-    # Length and content are checked by the service, for every caller alike.
-    body = StrictCharField(trim_whitespace=False)
-    session = IdField(required=False, allow_null=True)
-
-
-class MessageSerializer(serializers.ModelSerializer):
-    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
-
-    class Meta:
-        model = Message
-        fields = ["id", "scope", "body", "session", "agent", "created_at"]
-
-
 # --- viewsets ----------------------------------------------------------------------
 
 
@@ -219,23 +203,3 @@ class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):
 
     def get_queryset(self) -> QuerySet[Any]:
         return selectors.claim_conflicts(self.workspace)
-
-
-class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    queryset = Message.objects.none()  # the model, for the schema; rows come from get_queryset
-    serializer_class = MessageSerializer
-    filterset_class = filtersets.MessageFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.messages(self.workspace)
-
-    @extend_schema(request=MessageInput, responses={201: MessageSerializer})
-    def create(self, request: Request) -> Response:
-        data = parse(MessageInput, request)
-        message = messages.post_message(
-            workspace=self.workspace,
-            scope=data["scope"],
-            body=data["body"],
-            session_id=data.get("session"),
-        )
-        return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

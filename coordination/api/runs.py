@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers import FenceField, IdField, StrictCharField
-from coordination.api.views import WorkspaceViewSet, parse
 from coordination.models import Run, Worktree, WorktreeLock
 from coordination.services import worktrees
 

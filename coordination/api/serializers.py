@@ -5,6 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from coordination.models import (
+    MAX_ID,
     AgentSession,
     Issue,
     IssueLease,
@@ -13,8 +14,6 @@ from coordination.models import (
     WipCapDenial,
 )
 from coordination.services.workflow import REPORT_LIMITS, missing_for_work
-
-MAX_ID = 2**63 - 1
 
 
 class IdField(serializers.IntegerField):

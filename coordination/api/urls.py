@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import file_claims, runs, views, work
+from coordination.api import file_claims, issues, messages, runs, sessions, work
 from heatmap.api import HeatmapView
 
 router = DefaultRouter(trailing_slash=True)
@@ -9,19 +9,19 @@ router.include_root_view = False
 # No ".json" twins of every route: the API speaks JSON only, and the twins passed a
 # format= argument that the custom actions do not take.
 router.include_format_suffixes = False
-router.register("sessions", views.SessionViewSet, basename="session")
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("issues", views.IssueViewSet, basename="issue")
-router.register("leases", views.LeaseViewSet, basename="lease")
-router.register("wip-cap-denials", views.WipCapDenialViewSet, basename="wip-cap-denial")
+router.register("sessions", sessions.SessionViewSet, basename="session")
+router.register("projects", issues.ProjectViewSet, basename="project")
+router.register("issues", issues.IssueViewSet, basename="issue")
+router.register("leases", issues.LeaseViewSet, basename="lease")
+router.register("wip-cap-denials", issues.WipCapDenialViewSet, basename="wip-cap-denial")
 router.register("worktrees", runs.WorktreeViewSet, basename="worktree")
 router.register("runs", runs.RunViewSet, basename="run")
 router.register("file-claims", file_claims.FileClaimViewSet, basename="file-claim")
 router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
-router.register("messages", file_claims.MessageViewSet, basename="message")
+router.register("messages", messages.MessageViewSet, basename="message")
 
 urlpatterns = [
-    path("workflow/", views.WorkflowView.as_view(), name="workflow"),
+    path("workflow/", issues.WorkflowView.as_view(), name="workflow"),
     path("heatmap/", HeatmapView.as_view(), name="heatmap"),
     path("work/start/", work.StartWorkView.as_view(), name="work-start"),
     path("work/finish/", work.FinishWorkView.as_view(), name="work-finish"),

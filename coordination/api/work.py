@@ -8,8 +8,9 @@ from rest_framework.views import APIView
 
 from coordination.api import serializers as s
 from coordination.api.auth import workspace_of
-from coordination.api.file_claims import FileClaimSerializer, MessageSerializer, path_list
-from coordination.api.views import parse
+from coordination.api.base import parse
+from coordination.api.file_claims import FileClaimSerializer, path_list
+from coordination.api.messages import MessageSerializer
 from coordination.models import Issue
 from coordination.services import work
 

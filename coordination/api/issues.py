@@ -1,80 +1,21 @@
-"""Thin viewsets: parse with an input serializer, call one service, render."""
+"""Projects, issues (and the ready queue), leases, WIP-cap denials and the workflow."""
 
 from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from coordination import filtersets, selectors
 from coordination.api import serializers as s
-from coordination.api.auth import is_human, workspace_of
-from coordination.errors import NotFound
-from coordination.models import AgentSession, Issue, IssueLease, Project, WipCapDenial
-from coordination.services import agents, leases, projects, workflow
-
-# Up to 19 digits reach the view (9223372036854775807 is a valid id); a value past
-# the bigint range is a 404 there, never a database error. Longer ones match no route.
-ID_REGEX = r"[0-9]{1,19}"
-
-
-def parse(serializer_class: type[Serializer], request: Request, **kwargs: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=request.data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-class WorkspaceViewSet(viewsets.GenericViewSet):
-    """Base: every queryset comes from a selector scoped to the key's workspace."""
-
-    lookup_value_regex = ID_REGEX
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)  # authentication first: 401 before 404
-        if int(kwargs.get(self.lookup_field, 0)) > s.MAX_ID:
-            raise NotFound("No such object.")
-
-    @property
-    def workspace(self) -> Any:
-        return workspace_of(self.request)
-
-
-class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    queryset = AgentSession.objects.none()  # the model, for the schema; rows come from get_queryset
-    serializer_class = s.SessionSerializer
-    filterset_class = filtersets.SessionFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.sessions(self.workspace)
-
-    @extend_schema(request=s.SessionRegisterInput, responses={201: s.SessionSerializer})
-    def create(self, request: Request) -> Response:
-        data = parse(s.SessionRegisterInput, request)
-        session = agents.register_session(
-            workspace=self.workspace,
-            agent_name=data["agent"],
-            role=data.get("role"),
-            department=data.get("department"),
-            worktree_slug=data.get("worktree"),
-        )
-        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=None, responses=s.SessionSerializer)
-    @action(detail=True, methods=["post"])
-    def heartbeat(self, request: Request, pk: str) -> Response:
-        session = agents.heartbeat_session(workspace=self.workspace, session_id=int(pk))
-        return Response(s.SessionSerializer(session).data)
-
-    @extend_schema(request=None, responses=s.SessionSerializer)
-    @action(detail=True, methods=["post"])
-    def end(self, request: Request, pk: str) -> Response:
-        session = agents.end_session(workspace=self.workspace, session_id=int(pk))
-        return Response(s.SessionSerializer(session).data)
+from coordination.api.auth import is_human
+from coordination.api.base import WorkspaceViewSet, parse
+from coordination.models import Issue, IssueLease, Project, WipCapDenial
+from coordination.services import leases, projects, workflow
 
 
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
