@@ -46,6 +46,8 @@ FORCE_CHANCE = 0.2  # a refused claimer takes the files by force
 FAILURE_CHANCE = 0.08  # a run fails
 HOME_CHANCE = 0.65  # an agent looks in its own project first
 DONE_CHANCE = 0.7  # a reviewer accepts an issue in review
+PRIORITIES = (0, 1, 2, 3, 4)  # none, urgent, high, medium, low
+PRIORITY_WEIGHTS = (3, 1, 2, 4, 2)
 BOUNCE_CHANCE = 0.12  # a reviewer sends it back to work
 
 
@@ -202,6 +204,8 @@ class Simulation:
                 "title": world.draw_title(self.rng, spec),
                 "description": self.rng.choice(world.DONE_WHEN) if described else "",
                 "status": status,
+                # Mostly medium and none, a few urgent: the ready queue has an order.
+                "priority": self.rng.choices(PRIORITIES, weights=PRIORITY_WEIGHTS)[0],
                 "requires_filesystem": requires_filesystem,
                 "worktree": worktree,
             },
