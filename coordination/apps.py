@@ -9,7 +9,7 @@ from django.db.models.signals import post_migrate
 def create_cache_tables(using: str = "default", **kwargs: Any) -> None:
     """The database caches' tables (the shared rate-limit counters live in one), made
     with the schema, so ``migrate`` is the only step; it skips tables that exist."""
-    from coordination.api.throttling import prepare_counter_table
+    from coordination.services.rate_limits import prepare_counter_table
 
     call_command("createcachetable", database=using, verbosity=0)
     prepare_counter_table(using)

@@ -191,12 +191,12 @@ def _fresh_rate_limits(request: pytest.FixtureRequest) -> None:
     from django.core.cache import caches
     from django.core.cache.backends.db import BaseDatabaseCache
 
-    from coordination.api import throttling
+    from coordination.services import rate_limits
 
-    if isinstance(caches[throttling.CACHE_ALIAS], BaseDatabaseCache):
+    if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache):
         if not request.node.get_closest_marker("django_db") and (
             "_django_db_helper" not in request.fixturenames
         ):
             return
         request.getfixturevalue("_django_db_helper")
-    throttling.clear()
+    rate_limits.clear()
