@@ -149,20 +149,15 @@ RELEASE_SERIES = {
 }
 
 
-def lease_releases_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
+def releases_per_day(
+    model: type[IssueLease] | type[FileClaim],
+    workspace: Workspace,
+    since: datetime,
+    until: datetime,
+) -> DailySeries:
+    """Lease or file-claim releases per day, one series per reason."""
     return per_day(
-        IssueLease.objects.filter(workspace=workspace),
-        time_field="released_at",
-        kind_field="release_reason",
-        kinds=RELEASE_SERIES,
-        since=since,
-        until=until,
-    )
-
-
-def claim_releases_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
-    return per_day(
-        FileClaim.objects.filter(workspace=workspace),
+        model.objects.filter(workspace=workspace),
         time_field="released_at",
         kind_field="release_reason",
         kinds=RELEASE_SERIES,

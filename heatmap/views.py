@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from coordination.errors import CoordinationError
-from coordination.models import Project, Workspace
+from coordination.models import FileClaim, IssueLease, Project, Workspace
 from heatmap import figures, health, selectors
 from heatmap.queries import HeatmapQuery, WindowQuery, heatmap_arguments
 
@@ -164,8 +164,8 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
     loads = health.project_loads(workspace)
     conflicts = health.conflicts_per_day(*window)
     denials = health.wip_denials_per_day(*window)
-    lease_releases = health.lease_releases_per_day(*window)
-    claim_releases = health.claim_releases_per_day(*window)
+    lease_releases = health.releases_per_day(IssueLease, *window)
+    claim_releases = health.releases_per_day(FileClaim, *window)
     charts = [
         (
             "conflicts",

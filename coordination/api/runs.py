@@ -12,7 +12,12 @@ from rest_framework.response import Response
 
 from coordination import filtersets, selectors
 from coordination.api.base import WorkspaceViewSet, parse
-from coordination.api.serializers import FenceField, IdField, StrictCharField
+from coordination.api.serializers import (
+    BlankAsNullChoiceField,
+    FenceField,
+    IdField,
+    StrictCharField,
+)
 from coordination.models import Run, Worktree, WorktreeLock
 from coordination.services import worktrees
 
@@ -44,16 +49,6 @@ class RunFinishInput(serializers.Serializer):
     )
 
 
-class RunErrorField(serializers.ChoiceField):
-    """``Run.error`` is blank when there is none; the API says ``null``."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=Run.Error.choices, allow_null=True, read_only=True, **kwargs)
-
-    def to_representation(self, value: Any) -> Any:
-        return value or None
-
-
 def with_lock_fence(runs: QuerySet[Run]) -> QuerySet[Run]:
     """Each run with ``lock_fence``: the fence of its worktree lock (a run takes at
     most one), or None. One subquery, so a list costs no query per row."""
@@ -63,7 +58,7 @@ def with_lock_fence(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 class RunSerializer(serializers.ModelSerializer):
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
-    error = RunErrorField()
+    error = BlankAsNullChoiceField(Run.Error.choices)
     live = serializers.BooleanField(source="is_live", read_only=True)
     fence = serializers.SerializerMethodField()
 

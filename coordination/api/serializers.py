@@ -126,14 +126,21 @@ class SessionSerializer(serializers.ModelSerializer):
 # --- leases -----------------------------------------------------------------
 
 
-class ReleaseReasonField(serializers.ChoiceField):
-    """Stored blank while unreleased; the API says ``null`` then, like ``released_at``."""
+class BlankAsNullChoiceField(serializers.ChoiceField):
+    """A choice column stored blank when it has no value; the API says ``null``."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(choices=ReleaseReason.choices, allow_null=True, read_only=True, **kwargs)
+    def __init__(self, choices: Any, **kwargs: Any) -> None:
+        super().__init__(choices=choices, allow_null=True, read_only=True, **kwargs)
 
     def to_representation(self, value: Any) -> Any:
         return value or None
+
+
+class ReleaseReasonField(BlankAsNullChoiceField):
+    """Blank while unreleased: ``null`` then, like ``released_at``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(ReleaseReason.choices, **kwargs)
 
 
 class LeaseSerializer(serializers.ModelSerializer):
