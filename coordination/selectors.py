@@ -2,6 +2,7 @@
 a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
 other unknown reference in a body is 400 (DESIGN.md, error shape)."""
 
+from django.db import connection
 from django.db.models import (
     Case,
     Exists,
@@ -17,6 +18,7 @@ from django.db.models import (
 from django.db.models.functions import Trim
 
 from coordination.errors import InvalidInput, NotFound
+from coordination.liveness import live_session_sql
 from coordination.models import (
     Agent,
     AgentSession,
@@ -137,8 +139,15 @@ def get_session(workspace: Workspace, session_id: int, *, in_url: bool = False) 
 
 
 def is_live(session: AgentSession) -> bool:
-    """Judged by the database, with the same predicate as every other check."""
-    return AgentSession.objects.live().filter(pk=session.pk).exists()
+    """Judged by the database, with the same predicate as every other check (as
+    SQL: it is asked on every claim, and a queryset costs more than its round trip)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {AgentSession._meta.db_table} s "
+            f"WHERE s.id = %s AND {live_session_sql('s')}",
+            [session.pk],
+        )
+        return cursor.fetchone() is not None
 
 
 def get_worktree(workspace: Workspace, slug: str) -> Worktree:

@@ -8,7 +8,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from coordination.errors import InvalidInput, NotFound
-from coordination.models import ApiKey, Workspace, hash_api_key
+from coordination.models import ApiKey, Workspace
+from coordination.services import keys
 
 WORKSPACE_HEADER = "X-Projektor-Workspace"
 
@@ -33,11 +34,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         # sent, so a digest is not a key, and SHA-256 cannot be inverted to a 256-bit
         # random key. A constant-time comparison protects a secret compared as sent;
         # here the attacker never reaches the secret, only its one-way image.
-        key = (
-            ApiKey.objects.select_related("workspace")
-            .filter(key_hash=hash_api_key(raw_key.strip()), revoked_at__isnull=True)
-            .first()
-        )
+        key = keys.active_key(raw_key.strip())
         if key is None:
             raise AuthenticationFailed("The API key is unknown or revoked.")
         return (None, key)

@@ -39,8 +39,14 @@ from django.db import connection, transaction
 from django.db.models import Case, QuerySet, When
 
 from coordination import selectors
-from coordination.errors import FileConflict, InvalidInput, InvalidTransition, SessionNotLive
-from coordination.liveness import db_now_sql, live_q
+from coordination.errors import (
+    FileConflict,
+    InvalidInput,
+    InvalidTransition,
+    NotFound,
+    SessionNotLive,
+)
+from coordination.liveness import db_now_sql, live_q, live_session_sql
 from coordination.models import (
     Agent,
     AgentSession,
@@ -53,9 +59,24 @@ from coordination.models import (
 from coordination.paths import normalise_paths
 from coordination.services import leases, messages
 from coordination.services.common import release_if_holder_dead, release_unreleased
+from coordination.services.rows import instance, placeholders
 
 CLAIM = FileClaim._meta.db_table
 ISSUE = Issue._meta.db_table
+SESSION = AgentSession._meta.db_table
+AGENT = Agent._meta.db_table
+# A claim's columns, as the hot-path statements read them (coordination.services.rows).
+CLAIM_COLUMNS = [
+    "id",
+    "workspace_id",
+    "issue_id",
+    "session_id",
+    "agent_id",
+    "path",
+    "claimed_at",
+    "released_at",
+    "release_reason",
+]
 MAX_PATHS = 100
 MAX_ATTEMPTS = 4
 # First half of the two-part advisory key: keeps file-claim locks apart from any
@@ -158,20 +179,41 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
 
 
 def locked_holders(*, workspace: Workspace, paths: list[str]) -> list[FileClaim]:
-    """The unreleased claims on ``paths``, row-locked in path order, with liveness."""
-    return list(
-        FileClaim.objects.select_for_update(of=("self",))
-        .filter(workspace=workspace, path__in=paths, released_at__isnull=True)
-        .annotate(holder_live=Case(When(live_q("session__"), then=True), default=False))
-        .select_related("agent")
-        .order_by("path")
-    )
+    """The unreleased claims on ``paths``, row-locked in path order, each with its
+    agent and ``holder_live`` (is its session live)."""
+    lock = "FOR UPDATE OF c" if connection.vendor == "postgresql" else ""
+    columns = ", ".join(f"c.{name}" for name in CLAIM_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT {columns}, a.name, {live_session_sql("s")}
+            FROM {CLAIM} c
+            LEFT JOIN {SESSION} s ON s.id = c.session_id
+            LEFT JOIN {AGENT} a ON a.id = c.agent_id
+            WHERE c.workspace_id = %s AND c.released_at IS NULL
+              AND c.path IN ({placeholders(paths)})
+            ORDER BY c.path
+            {lock}
+            """,
+            [workspace.pk, *paths],
+        )
+        rows = cursor.fetchall()
+    holders = []
+    for *values, agent_name, holder_live in rows:
+        claim = instance(FileClaim, CLAIM_COLUMNS, values)
+        agent_id = claim.agent_id
+        claim.agent = (
+            instance(Agent, ["id", "name"], [agent_id, agent_name]) if agent_id else None
+        )
+        claim.holder_live = bool(holder_live)  # type: ignore[attr-defined]
+        holders.append(claim)
+    return holders
 
 
 def insert_claims(
     *, workspace_id: int, issue_id: int, session: AgentSession | None, paths: list[str]
-) -> list[int]:
-    """Insert one unreleased claim per path, in path order; return the new ids.
+) -> list[FileClaim]:
+    """Insert one unreleased claim per path, in path order; return the new claims.
 
     Invariant 5: the partial unique index on (workspace_id, path) WHERE released_at
     IS NULL is the last word. ON CONFLICT turns a path someone else holds into "no
@@ -193,14 +235,51 @@ def insert_claims(
                                  claimed_at, release_reason)
             VALUES {rows}
             ON CONFLICT (workspace_id, path) WHERE released_at IS NULL DO NOTHING
-            RETURNING id
+            RETURNING {", ".join(CLAIM_COLUMNS)}
             """,
             params,
         )
-        return [row[0] for row in cursor.fetchall()]
+        claims = [instance(FileClaim, CLAIM_COLUMNS, row) for row in cursor.fetchall()]
+    for claim in claims:
+        claim.agent = session.agent if session is not None else None
+    return sorted(claims, key=lambda claim: claim.path)
 
 
 # --- claim ----------------------------------------------------------------------------
+
+
+def existing_issue(workspace: Workspace, issue_id: int) -> Issue:
+    """The issue (its id, workspace and status as read now), or 404."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, workspace_id, status FROM {ISSUE} WHERE id = %s AND workspace_id = %s",
+            [issue_id, workspace.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return instance(Issue, ["id", "workspace_id", "status"], row)
+
+
+def claimer_session(workspace: Workspace, session_id: int) -> AgentSession:
+    """The claiming session with its agent, or 400 (it is named in the body)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT s.id, s.workspace_id, s.agent_id, s.status, a.name
+            FROM {SESSION} s JOIN {AGENT} a ON a.id = s.agent_id
+            WHERE s.id = %s AND s.workspace_id = %s
+            """,
+            [session_id, workspace.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise InvalidInput(f"Session {session_id} does not exist.")
+    *values, agent_name = row
+    session = instance(AgentSession, ["id", "workspace_id", "agent_id", "status"], values)
+    session.agent = instance(Agent, ["id", "name"], [session.agent_id, agent_name])
+    return session
+
 
 
 def claim_files(
@@ -225,9 +304,9 @@ def claim_files(
       rows commit; with ``force`` the holders are released ``overridden`` and a
       message to ``issue:<this issue>`` names the displaced issues.
     """
-    issue = selectors.get_issue(workspace, issue_id)
+    issue = existing_issue(workspace, issue_id)
     wanted = checked_paths(paths)
-    session = selectors.get_session(workspace, session_id) if session_id is not None else None
+    session = claimer_session(workspace, session_id) if session_id is not None else None
     for _ in range(MAX_ATTEMPTS):
         try:
             outcome = _attempt(
@@ -293,7 +372,9 @@ def _attempt(
         lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
-        status = Issue.objects.values_list("status", flat=True).get(pk=issue.pk)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s", [issue.pk])
+            (status,) = cursor.fetchone()
         if status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to claim files.")
         kept: list[FileClaim] = []
@@ -327,16 +408,13 @@ def _attempt(
             announce_override(workspace=workspace, issue=issue, session=session, holders=holders)
         kept_paths = {claim.path for claim in kept}
         fresh = [path for path in paths if path not in kept_paths]
-        new_ids = insert_claims(
+        inserted = insert_claims(
             workspace_id=workspace.pk, issue_id=issue.pk, session=session, paths=fresh
         )
-        if len(new_ids) != len(fresh):
+        if len(inserted) != len(fresh):
             raise _Raced  # a path was taken after our locks: roll back the whole attempt
-        claims = selectors.file_claims(workspace).filter(
-            pk__in=[claim.pk for claim in kept] + new_ids
-        )
         return ClaimedFiles(
-            claims=list(claims.order_by("path")),
+            claims=sorted(kept + inserted, key=lambda claim: claim.path),
             reclaimed=[claim.path for claim in dead],
             overridden=holders,
         )
@@ -417,14 +495,40 @@ def release_files(
     session_id: int | None = None,
 ) -> list[str]:
     """Release the issue's claims as ``released``: on ``paths`` (all if None), and
-    only ``session``'s when given. Paths the issue does not hold are ignored."""
-    issue = selectors.get_issue(workspace, issue_id)
-    rows = FileClaim.objects.filter(workspace=workspace, issue=issue)
-    if paths is not None:
-        rows = rows.filter(path__in=checked_paths(paths))
+    only ``session``'s when given. Paths the issue does not hold are ignored.
+
+    One statement: the claims are row-locked in path order (the order claimers lock
+    them in, so a release and a claim on the same paths wait for each other instead
+    of deadlocking), then released. The issue and session are looked up only when
+    nothing was released, to tell "nothing held" from "no such issue or session".
+    """
+    wanted = checked_paths(paths) if paths is not None else None
+    conditions = ["workspace_id = %s", "issue_id = %s", "released_at IS NULL"]
+    params: list[Any] = [workspace.pk, issue_id]
     if session_id is not None:
-        rows = rows.filter(session=selectors.get_session(workspace, session_id))
-    return release_claims(rows, ReleaseReason.RELEASED)
+        conditions.append("session_id = %s")
+        params.append(session_id)
+    if wanted is not None:
+        conditions.append(f"path IN ({placeholders(wanted)})")
+        params += wanted
+    lock = "FOR UPDATE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {CLAIM} SET released_at = {db_now_sql()}, release_reason = %s
+            WHERE released_at IS NULL AND id IN (
+                SELECT id FROM {CLAIM} WHERE {" AND ".join(conditions)}
+                ORDER BY path {lock})
+            RETURNING path
+            """,
+            [ReleaseReason.RELEASED, *params],
+        )
+        released = sorted(path for (path,) in cursor.fetchall())
+    if not released:
+        existing_issue(workspace, issue_id)
+        if session_id is not None:
+            selectors.get_session(workspace, session_id)
+    return released
 
 
 def release_claims(rows: QuerySet[FileClaim], reason: str) -> list[str]:
