@@ -139,11 +139,12 @@ def path_lock_key(workspace_id: int, path: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-# --- locking (PostgreSQL) -----------------------------------------------------------
+# --- locking -----------------------------------------------------------
 
 
-def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> None:
+def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> str:
     """Invariant 5 under READ COMMITTED: serialise claimers per path, deadlock-free.
+    Returns the claiming issue's status, read under the lock.
 
     Advisory locks are taken in ascending key order, so claimers of overlapping sets
     never wait on each other in a cycle; an insert can then only meet a row the
@@ -153,10 +154,12 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
     claim can never be admitted on an issue whose close is committing. SQLite needs
     neither: ``BEGIN IMMEDIATE`` made this the only writer.
     """
-    if connection.vendor != "postgresql":
-        return
-    keys = sorted({path_lock_key(workspace_id, path) for path in paths})
     with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s", [issue_id])
+            (status,) = cursor.fetchone()
+            return str(status)
+        keys = sorted({path_lock_key(workspace_id, path) for path in paths})
         cursor.execute(
             """
             SELECT pg_advisory_xact_lock(%s, key)
@@ -167,7 +170,7 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
         )
         cursor.execute(
             f"""
-            SELECT id FROM {ISSUE}
+            SELECT id, status FROM {ISSUE}
             WHERE id = %s OR id IN (SELECT issue_id FROM {CLAIM}
                                     WHERE workspace_id = %s AND released_at IS NULL
                                       AND path = ANY(%s))
@@ -176,6 +179,7 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
             """,
             [issue_id, workspace_id, paths],
         )
+        return str(dict(cursor.fetchall())[issue_id])
 
 
 def locked_holders(*, workspace: Workspace, paths: list[str]) -> list[FileClaim]:
@@ -369,12 +373,9 @@ def _attempt(
             leases.check_lease_fence(issue_id=issue.pk, fence=fence)
         if session is not None and not selectors.is_live(session):
             raise SessionNotLive(f"Session {session.pk} is not live.")
-        lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s", [issue.pk])
-            (status,) = cursor.fetchone()
+        status = lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
         if status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to claim files.")
         kept: list[FileClaim] = []
