@@ -1,5 +1,8 @@
 """Sessions: register, heartbeat, end (DESIGN.md invariant 1)."""
 
+from collections.abc import Sequence
+from typing import Any
+
 from django.db import connection, transaction
 
 from coordination import selectors
@@ -11,6 +14,8 @@ from coordination.services.projects import reference_in
 from coordination.services.rows import instance
 
 SESSION = AgentSession._meta.db_table
+AGENT = Agent._meta.db_table
+WORKTREE = Worktree._meta.db_table
 
 
 def register_session(
@@ -41,20 +46,28 @@ def heartbeat_session(*, workspace: Workspace, session_id: int) -> AgentSession:
     """Refresh liveness with the database clock. A lapsed session is revived;
     whatever was reclaimed from it meanwhile stays lost.
 
-    The fleet's most frequent call, so its two statements are SQL (see
-    ``coordination.services.rows``): the update, then the session as the API shows it.
+    The fleet's most frequent call, so it is SQL (see ``coordination.services.rows``):
+    on PostgreSQL one UPDATE returns the session as the API shows it; SQLite cannot
+    return another table's columns from an UPDATE, so it reads them after.
     """
+    beat = f"UPDATE {SESSION} SET last_heartbeat_at = {db_now_sql()}"
+    match = f"{SESSION}.workspace_id = %s AND {SESSION}.id = %s AND {SESSION}.status = %s"
+    params = [workspace.pk, session_id, AgentSession.Status.ACTIVE]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {SESSION} SET last_heartbeat_at = {db_now_sql()} "
-            "WHERE workspace_id = %s AND id = %s AND status = %s",
-            [workspace.pk, session_id, AgentSession.Status.ACTIVE],
-        )
-        updated = cursor.rowcount
-    if not updated:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"{beat} FROM {AGENT} a LEFT JOIN {WORKTREE} w ON w.id = a.worktree_id "
+                f"WHERE a.id = {SESSION}.agent_id AND {match} RETURNING {shown_columns()}",
+                params,
+            )
+            row = cursor.fetchone()
+        else:
+            cursor.execute(f"{beat} WHERE {match}", params)
+            row = session_row(cursor, session_id) if cursor.rowcount else None
+    if row is None:
         selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
         raise SessionEnded()
-    return session_as_shown(session_id)
+    return shown_session(row)
 
 
 SESSION_COLUMNS = [
@@ -70,36 +83,37 @@ AGENT_COLUMNS = ["id", "workspace_id", "name", "role", "department", "worktree_i
 WORKTREE_COLUMNS = ["id", "workspace_id", "slug"]
 
 
-def session_as_shown(session_id: int) -> AgentSession:
-    """The session with ``is_live``, its agent and the agent's worktree: what
-    ``selectors.sessions`` gives the serializer, in one statement."""
-    columns = (
-        [f"s.{name}" for name in SESSION_COLUMNS]
-        + [live_session_sql("s")]
+def shown_columns() -> str:
+    """The session (as ``{SESSION}``), whether it is live, its agent (``a``) and the
+    agent's worktree (``w``): what the API shows of a session."""
+    return ", ".join(
+        [f"{SESSION}.{name}" for name in SESSION_COLUMNS]
+        + [live_session_sql(SESSION)]
         + [f"a.{name}" for name in AGENT_COLUMNS]
         + [f"w.{name}" for name in WORKTREE_COLUMNS]
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT {", ".join(columns)}
-            FROM {SESSION} s
-            JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
-            LEFT JOIN {Worktree._meta.db_table} w ON w.id = a.worktree_id
-            WHERE s.id = %s
-            """,
-            [session_id],
-        )
-        row = list(cursor.fetchone())
-    session_values = row[: len(SESSION_COLUMNS)]
-    live = row[len(SESSION_COLUMNS)]
-    agent_values = row[len(SESSION_COLUMNS) + 1 : len(SESSION_COLUMNS) + 1 + len(AGENT_COLUMNS)]
-    worktree_values = row[len(SESSION_COLUMNS) + 1 + len(AGENT_COLUMNS) :]
-    session = instance(AgentSession, SESSION_COLUMNS, session_values)
-    session.is_live = bool(live)  # type: ignore[attr-defined]
-    agent = instance(Agent, AGENT_COLUMNS, agent_values)
+
+
+def session_row(cursor: Any, session_id: int) -> tuple[Any, ...] | None:
+    cursor.execute(
+        f"SELECT {shown_columns()} FROM {SESSION} "
+        f"JOIN {AGENT} a ON a.id = {SESSION}.agent_id "
+        f"LEFT JOIN {WORKTREE} w ON w.id = a.worktree_id WHERE {SESSION}.id = %s",
+        [session_id],
+    )
+    row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
+
+
+def shown_session(row: Sequence[Any]) -> AgentSession:
+    """A row of ``shown_columns()`` as the instances ``selectors.sessions`` gives."""
+    agent_at = len(SESSION_COLUMNS) + 1
+    worktree_at = agent_at + len(AGENT_COLUMNS)
+    session = instance(AgentSession, SESSION_COLUMNS, row[: agent_at - 1])
+    session.is_live = bool(row[agent_at - 1])  # type: ignore[attr-defined]
+    agent = instance(Agent, AGENT_COLUMNS, row[agent_at:worktree_at])
     agent.worktree = (
-        instance(Worktree, WORKTREE_COLUMNS, worktree_values) if agent.worktree_id else None
+        instance(Worktree, WORKTREE_COLUMNS, row[worktree_at:]) if agent.worktree_id else None
     )
     session.agent = agent
     return session
