@@ -266,11 +266,13 @@ def existing_issue(workspace: Workspace, issue_id: int) -> Issue:
 
 
 def claimer_session(workspace: Workspace, session_id: int) -> AgentSession:
-    """The claiming session with its agent, or 400 (it is named in the body)."""
+    """The claiming session with its agent, if it is live: else 400 (it is named in
+    the body) or 409 ``session_not_live``. One statement, inside the claim's
+    transaction, so liveness is judged when the claim is made."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT s.id, s.workspace_id, s.agent_id, s.status, a.name
+            SELECT s.id, s.workspace_id, s.agent_id, s.status, a.name, {live_session_sql("s")}
             FROM {SESSION} s JOIN {AGENT} a ON a.id = s.agent_id
             WHERE s.id = %s AND s.workspace_id = %s
             """,
@@ -279,11 +281,12 @@ def claimer_session(workspace: Workspace, session_id: int) -> AgentSession:
         row = cursor.fetchone()
     if row is None:
         raise InvalidInput(f"Session {session_id} does not exist.")
-    *values, agent_name = row
+    *values, agent_name, live = row
+    if not live:
+        raise SessionNotLive(f"Session {session_id} is not live.")
     session = instance(AgentSession, ["id", "workspace_id", "agent_id", "status"], values)
     session.agent = instance(Agent, ["id", "name"], [session.agent_id, agent_name])
     return session
-
 
 
 def claim_files(
@@ -310,13 +313,12 @@ def claim_files(
     """
     issue = existing_issue(workspace, issue_id)
     wanted = checked_paths(paths)
-    session = claimer_session(workspace, session_id) if session_id is not None else None
     for _ in range(MAX_ATTEMPTS):
         try:
             outcome = _attempt(
                 workspace=workspace,
                 issue=issue,
-                session=session,
+                session_id=session_id,
                 paths=wanted,
                 force=force,
                 fence=fence,
@@ -359,7 +361,7 @@ def _attempt(
     *,
     workspace: Workspace,
     issue: Issue,
-    session: AgentSession | None,
+    session_id: int | None,
     paths: list[str],
     force: bool,
     fence: int | None = None,
@@ -371,8 +373,7 @@ def _attempt(
             # claim, and a refusal has written nothing. Lease before paths is the
             # order a reclaiming start_work takes them in.
             leases.check_lease_fence(issue_id=issue.pk, fence=fence)
-        if session is not None and not selectors.is_live(session):
-            raise SessionNotLive(f"Session {session.pk} is not live.")
+        session = claimer_session(workspace, session_id) if session_id is not None else None
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
         status = lock_paths_and_issues(workspace_id=workspace.pk, issue_id=issue.pk, paths=paths)
