@@ -67,13 +67,21 @@ def id_filter(field_name: str) -> filters.NumberFilter:
 
 
 class SessionFilter(filters.FilterSet):
-    live = BooleanFilter(field_name="is_live")
+    live = BooleanFilter(method="filter_live")
     agent = filters.CharFilter(field_name="agent__name")
     role = filters.CharFilter(field_name="agent__role")
 
     class Meta:
         model = AgentSession
         fields: list[str] = []
+
+
+    def filter_live(
+        self, queryset: QuerySet[AgentSession], name: str, value: Any
+    ) -> QuerySet[AgentSession]:
+        # The predicate itself, not the ``is_live`` annotation: this one the partial
+        # index on active sessions' heartbeats serves, however many have ended.
+        return queryset.filter(live_q()) if value else queryset.exclude(live_q())
 
 
 class IssueFilter(filters.FilterSet):
