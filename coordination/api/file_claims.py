@@ -14,6 +14,7 @@ from coordination import filtersets, selectors
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers import (
     FenceField,
+    FieldsBoundOnce,
     IdField,
     ReleaseReasonField,
     StrictBooleanField,
@@ -62,7 +63,7 @@ class FileReleaseInput(serializers.Serializer):
 
 # Declared field by field rather than as a ModelSerializer, which inspects the model
 # again for every response (0.46 ms for ten claims, 0.26 ms declared).
-class FileClaimSerializer(serializers.Serializer):
+class FileClaimSerializer(FieldsBoundOnce, serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     path = serializers.CharField(read_only=True)
     issue = serializers.IntegerField(source="issue_id", read_only=True)
@@ -73,20 +74,20 @@ class FileClaimSerializer(serializers.Serializer):
     release_reason = ReleaseReasonField()
 
 
-class HolderSerializer(serializers.Serializer):
+class HolderSerializer(FieldsBoundOnce, serializers.Serializer):
     path = serializers.CharField()
     issue = serializers.IntegerField()
     session = serializers.IntegerField(allow_null=True)
     agent = serializers.CharField(allow_null=True)
 
 
-class ClaimedFilesSerializer(serializers.Serializer):
+class ClaimedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
     claims = FileClaimSerializer(many=True)
     reclaimed = serializers.ListField(child=serializers.CharField())
     overridden = HolderSerializer(many=True)
 
 
-class ReleasedFilesSerializer(serializers.Serializer):
+class ReleasedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
     released = serializers.ListField(child=serializers.CharField())
 
 

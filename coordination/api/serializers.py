@@ -1,8 +1,11 @@
 """Input serializers validate a body; output serializers render a resource."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.fields import Field, SkipField
+from rest_framework.relations import PKOnlyObject
 
 from coordination.models import (
     MAX_ID,
@@ -14,6 +17,41 @@ from coordination.models import (
     WipCapDenial,
 )
 from coordination.services.workflow import REPORT_LIMITS, missing_for_work
+
+
+class FieldsBoundOnce:
+    """For output serializers: render with one set of fields per class.
+
+    DRF deep-copies a serializer's declared fields (and builds a ModelSerializer's
+    from the model) for every instance, then binds them; for a small response that
+    is most of the rendering time (a session: 0.19 ms, 0.035 ms with fields bound
+    once; ten file claims: 0.42 ms, 0.22 ms). Rendering only reads the bound fields,
+    so one set serves every response in every thread. The loop is DRF's
+    ``Serializer.to_representation``. Output serializers only: validation would run
+    through the per-instance fields.
+    """
+
+    @classmethod
+    def bound_fields(cls) -> Sequence[Field]:
+        fields = cls.__dict__.get("_bound_fields")
+        if fields is None:
+            readable = cls().fields.values()  # type: ignore[attr-defined]
+            fields = [field for field in readable if not field.write_only]
+            cls._bound_fields = fields  # type: ignore[attr-defined]
+        return fields
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        rendered: dict[str, Any] = {}
+        for field in self.bound_fields():
+            try:
+                attribute = field.get_attribute(instance)
+            except SkipField:
+                continue
+            value = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
+            rendered[str(field.field_name)] = (
+                None if value is None else field.to_representation(attribute)
+            )
+        return rendered
 
 
 class IdField(serializers.IntegerField):
@@ -102,7 +140,7 @@ class LeaseReleaseInput(SessionRefInput):
 
 # Declared field by field rather than as a ModelSerializer, which inspects the model
 # again for every response (0.19 ms a session, 0.14 ms declared).
-class SessionSerializer(serializers.Serializer):
+class SessionSerializer(FieldsBoundOnce, serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     agent = serializers.CharField(source="agent.name", read_only=True)
     role = serializers.CharField(source="agent.role", read_only=True)
@@ -135,7 +173,7 @@ class ReleaseReasonField(BlankAsNullChoiceField):
         super().__init__(ReleaseReason.choices, **kwargs)
 
 
-class LeaseSerializer(serializers.ModelSerializer):
+class LeaseSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
     release_reason = ReleaseReasonField()
@@ -212,7 +250,7 @@ class TransitionInput(serializers.Serializer):
     report = ReportSerializer(required=False)
 
 
-class IssueSerializer(serializers.ModelSerializer):
+class IssueSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
     assignee = serializers.CharField(source="assignee.name", read_only=True, allow_null=True)

@@ -52,7 +52,7 @@ def heartbeat_session(*, workspace: Workspace, session_id: int) -> AgentSession:
     """
     beat = f"UPDATE {SESSION} SET last_heartbeat_at = {db_now_sql()}"
     match = f"{SESSION}.workspace_id = %s AND {SESSION}.id = %s AND {SESSION}.status = %s"
-    params = [workspace.pk, session_id, AgentSession.Status.ACTIVE]
+    params: list[Any] = [workspace.pk, session_id, AgentSession.Status.ACTIVE]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
