@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run test test-sqlite test-postgres lint bench bench-heatmap browser install clean
+.PHONY: run test test-sqlite test-postgres lint bench bench-claims bench-heatmap browser install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,9 +47,31 @@ test-postgres: install browser
 
 test: lint test-sqlite test-postgres
 
-# Claim throughput and latency on PostgreSQL (BENCH_URL) and on a scratch SQLite file.
-BENCH_URL ?= $(PG_TEST_URL)
+# The fleet bench: agents over HTTP against gunicorn, beside the database's own ceiling
+# (manage.py bench). On DATABASE_URL when it is set (a PostgreSQL database it names is
+# created if missing), else on a fresh scratch SQLite file. E.g. BENCH_ARGS=--quick,
+# BENCH_ARGS="--agents 32 --json bench.json".
+BENCH_SQLITE := /tmp/projektor-bench.sqlite3
+CREATE_PG_DB := import os, psycopg; from urllib.parse import urlsplit; \
+	url = urlsplit(os.environ["DATABASE_URL"]); name = url.path.lstrip("/"); \
+	server = psycopg.connect(url._replace(path="/postgres").geturl(), autocommit=True); \
+	server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() \
+	or server.execute("CREATE DATABASE " + chr(34) + name + chr(34))
 bench: install
+	@if [ -n "$$DATABASE_URL" ]; then \
+		case "$$DATABASE_URL" in postgres*) $(BIN)/python -c '$(CREATE_PG_DB)' || exit 1;; esac; \
+		url="$$DATABASE_URL"; \
+	else \
+		rm -f $(BENCH_SQLITE) $(BENCH_SQLITE)-wal $(BENCH_SQLITE)-shm; \
+		url="sqlite:///$(BENCH_SQLITE)"; \
+	fi; \
+	export DATABASE_URL="$$url" SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}"; \
+	$(BIN)/python manage.py migrate -v0 && $(BIN)/python manage.py bench $(BENCH_ARGS)
+
+# Claim throughput and latency in-process (no HTTP), on PostgreSQL (BENCH_URL) and on a
+# scratch SQLite file.
+BENCH_URL ?= $(PG_TEST_URL)
+bench-claims: install
 	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
 	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_claims

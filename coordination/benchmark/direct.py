@@ -1,0 +1,647 @@
+"""The database's ceiling: each bench operation as the SQL the API runs for it, sent
+straight through psycopg (PostgreSQL) or sqlite3 (SQLite), with no HTTP and no Django
+in the process.
+
+Same statements, same transactions, same locks, in the same order as the services and
+selectors run them (each method below names the function it mirrors; the ORM's
+statements were captured and written out), on one persistent connection per client
+process, in autocommit between transactions as Django runs. Per operation:
+
+- every request: the API-key lookup by hash (``keys.active_key``);
+- heartbeat (``agents.heartbeat_session``): the UPDATE of ``agent_sessions`` with the
+  database clock, returning the session as the API shows it (PostgreSQL), or followed
+  by that read (SQLite);
+- lease claim (``leases.claim_issue``): the issue and session lookups; then in one
+  transaction the project's row lock (PostgreSQL ``FOR NO KEY UPDATE``; SQLite
+  ``BEGIN IMMEDIATE``), the issue's status ``FOR SHARE``, the session's liveness, the
+  current unreleased lease, the INSERT that counts live leases against the WIP cap
+  and numbers the fence; after the commit, the lease as shown;
+- lease release (``leases.release_issue`` without a fence): the lookups, the holder's
+  unreleased lease, the compare-and-set UPDATE, the lease as shown;
+- files claim (``file_claims.claim_files``/``_attempt``): the issue lookup; in one
+  transaction the session with its liveness, (PostgreSQL) the advisory locks per path
+  in key order and the ``FOR SHARE`` of the claiming and holding issues with the
+  claiming issue's status (SQLite: that status), the unreleased holders ``FOR
+  UPDATE``, then either the conflict log (refused: committed) or the INSERT ... ON
+  CONFLICT DO NOTHING RETURNING;
+- files release (``file_claims.release_files``): one UPDATE of the session's
+  unreleased claims of the issue, locked in path order, RETURNING their paths;
+- live and ready lists: the paginator's count, the first page of 100 with the joins
+  the serializers need and, for issues, the prefetch of their unreleased leases.
+
+Left out, on purpose:
+
+- the rate-limit counter (one upsert per request while the throttle is on; the
+  throttle on/off lines show its cost instead);
+- the per-request health check of a persistent connection (``SELECT 1``,
+  ``CONN_HEALTH_CHECKS``): here the connection is simply kept;
+- path normalisation, JSON parsing and rendering, model instances, and the API-key
+  hashing (the digest is computed once, by the command);
+- branches the bench never takes: reclaiming a dead holder, the WIP-cap denial
+  record, retries after a lost race, ``force``, fences.
+
+Liveness and the clock use the raw-SQL forms of ``coordination.liveness``
+(``live_session_sql``, ``db_now_sql``), built by the command and passed in: this
+module must not import Django. (On SQLite the ORM's own form of the predicate calls a
+Python function registered on Django's connection, ``django_format_dtdelta``; the raw
+form compares the same ISO text without it.) The command checks these statements
+against the services by their count: a mismatch is reported as a note.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordination.benchmark.workload import AgentPlan, run_agent
+
+# The columns Django selects for each model (checked against the models by the
+# command before any run, so a schema change cannot silently skew the ceiling).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "coordination_apikey": (
+        "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
+    ),
+    "coordination_workspace": ("id", "slug", "name", "created_at"),
+    "agent_sessions": (
+        "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
+        "ended_at",
+    ),
+    "coordination_agent": (
+        "id", "workspace_id", "name", "role", "department", "worktree_id", "created_at",
+    ),
+    "coordination_worktree": ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
+    "coordination_issue": (
+        "id", "workspace_id", "project_id", "title", "description", "status", "priority",
+        "report", "requires_filesystem", "worktree_id", "assignee_id", "created_at",
+        "updated_at",
+    ),
+    "coordination_project": (
+        "id", "workspace_id", "key", "name", "agent_wip_limit", "primary_worktree_id",
+        "created_at",
+    ),
+    "issue_leases": (
+        "id", "workspace_id", "issue_id", "session_id", "agent_id", "acquired_at",
+        "released_at", "release_reason", "fence",
+    ),
+    "issue_file_claims": (
+        "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
+        "released_at", "release_reason",
+    ),
+}  # fmt: skip
+PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
+CLOSED_STATUSES = ("done", "cancelled")
+
+
+def cols(table: str, alias: str) -> str:
+    return ", ".join(f"{alias}.{column}" for column in COLUMNS[table])
+
+
+# The services' own SQL reads fewer columns than the ORM would.
+KEY_SHOWN = cols("coordination_apikey", "k")  # keys.KEY_COLUMNS: every column
+WORKSPACE_SHOWN = cols("coordination_workspace", "w")  # keys.WORKSPACE_COLUMNS: every one
+AGENT_SHOWN = "a.id, a.workspace_id, a.name, a.role, a.department, a.worktree_id"
+WORKTREE_SHOWN = "w.id, w.workspace_id, w.slug"  # agents.WORKTREE_COLUMNS
+CLAIM_RETURNED = ", ".join(COLUMNS["issue_file_claims"])  # file_claims.CLAIM_COLUMNS
+SESSION = cols("agent_sessions", "s")
+AGENT = cols("coordination_agent", "a")
+WORKTREE = cols("coordination_worktree", "wt")
+ISSUE = cols("coordination_issue", "i")
+PROJECT = cols("coordination_project", "p")
+LEASE = cols("issue_leases", "l")
+CLAIM = cols("issue_file_claims", "c")
+
+
+@dataclass(frozen=True)
+class DirectTarget:
+    """Where and how a direct client connects, and the SQL fragments it needs from
+    Django (built by the command, so this process never imports it)."""
+
+    vendor: str  # "postgresql" or "sqlite"
+    connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
+    now_sql: str  # coordination.liveness.db_now_sql()
+    # coordination.liveness.live_session_sql("{alias}"): the alias is filled in here.
+    live_sql: str
+    key_hash: str  # coordination.models.hash_api_key(raw key)
+    advisory_class: int  # file_claims.ADVISORY_CLASS
+    # file_claims.path_lock_key(workspace, path) for every path an agent may claim.
+    lock_keys: dict[str, int] = field(default_factory=dict)
+    client_side_binding: bool = True  # Django's default cursor (ClientCursor)
+    prepare_threshold: int | None = None  # Django's default: no prepared statements
+
+
+class Refused(Exception):
+    """The API would answer 4xx: any open transaction is rolled back and the label
+    (what the API would answer) is the request's outcome."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+class DirectDriver:
+    """The bench operations as SQL on one connection of this process."""
+
+    def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
+        self.plan = plan
+        self.target = target
+        self.postgres = target.vendor == "postgresql"
+        self.connection: Any = None
+        self.sent = 0
+        self.session_id = 0
+        self.workspace_id = plan.workspace_id
+        self.translated: dict[str, str] = {}
+        self.now = target.now_sql
+        live = self.live = self.live_of("s")
+        # Liveness as the ORM writes its annotations: CASE WHEN ... END.
+        self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
+        self.lease_live = f"CASE WHEN l.released_at IS NULL AND {live} THEN TRUE ELSE FALSE END"
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def live_of(self, alias: str) -> str:
+        """The liveness predicate on the session row ``alias``."""
+        return self.target.live_sql.replace("{alias}", alias)
+
+    def lock(self, clause: str) -> str:
+        """A row-lock clause on PostgreSQL; nothing on SQLite (BEGIN IMMEDIATE)."""
+        return f" {clause}" if self.postgres else ""
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Execute one statement (``%s`` placeholders, ``%%`` for ``%``); return the cursor."""
+        self.sent += 1
+        if self.postgres:
+            return self.connection.execute(sql, params)
+        query = self.translated.get(sql)
+        if query is None:
+            query = self.translated[sql] = sql.replace("%s", "?").replace("%%", "%")
+        return self.connection.execute(query, params)
+
+    def begin(self) -> None:
+        self.run("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.run("COMMIT")
+
+    def rollback(self) -> None:
+        self.run("ROLLBACK")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT; any exception (a ``Refused`` too) rolls back."""
+        self.begin()
+        try:
+            yield
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    @staticmethod
+    def placeholders(values: Sequence[Any]) -> str:
+        return ", ".join(["%s"] * len(values))
+
+    def statements(self) -> int:
+        return self.sent
+
+    def reconnects(self) -> int:
+        return 0
+
+    # --- session (not timed) -----------------------------------------------------------
+
+    def open(self) -> None:
+        if self.postgres:
+            import psycopg
+
+            self.connection = psycopg.connect(
+                **self.target.connect,
+                autocommit=True,
+                prepare_threshold=self.target.prepare_threshold,
+                cursor_factory=(
+                    psycopg.ClientCursor if self.target.client_side_binding else psycopg.Cursor
+                ),
+            )
+        else:
+            self.connection = sqlite3.connect(**self.target.connect, isolation_level=None)
+            # As Django's SQLite connection: foreign keys on, then the settings' PRAGMAs.
+            for pragma in ("foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL"):
+                self.connection.execute(f"PRAGMA {pragma}")
+        row = self.run(
+            f"INSERT INTO agent_sessions (workspace_id, agent_id, status, started_at,"
+            f" last_heartbeat_at) VALUES (%s, %s, 'active', {self.now}, {self.now}) RETURNING id",
+            [self.workspace_id, self.plan.agent_id],
+        ).fetchone()
+        self.session_id = int(row[0])
+
+    def close(self) -> None:
+        try:
+            self.run(
+                f"UPDATE agent_sessions SET status = 'ended', ended_at = {self.now} WHERE id = %s",
+                [self.session_id],
+            )
+        finally:
+            self.connection.close()
+
+    # --- lookups ---------------------------------------------------------------------
+
+    def answer(self, operation: Callable[[], str]) -> str:
+        """One request's work; a refusal becomes its label, like an HTTP status."""
+        try:
+            return operation()
+        except Refused as refusal:
+            return refusal.label
+
+    def active_key(self) -> None:
+        """keys.active_key: every request starts with it."""
+        row = self.run(
+            f"SELECT {KEY_SHOWN}, {WORKSPACE_SHOWN} FROM coordination_apikey k"
+            " JOIN coordination_workspace w ON w.id = k.workspace_id"
+            " WHERE k.key_hash = %s AND k.revoked_at IS NULL",
+            [self.target.key_hash],
+        ).fetchone()
+        if row is None:
+            raise Refused("401")
+
+    def get_issue(self) -> int:
+        """selectors.get_issue: the issue with its project (ORM); returns the project."""
+        row = self.run(
+            f"SELECT {ISSUE}, {PROJECT} FROM coordination_issue i"
+            " INNER JOIN coordination_project p ON i.project_id = p.id"
+            " WHERE i.id = %s AND i.workspace_id = %s ORDER BY i.id ASC LIMIT 1",
+            [self.plan.issue_id, self.workspace_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("404")
+        return int(row[2])
+
+    def get_session(self) -> None:
+        """selectors.get_session: the session with its agent (ORM)."""
+        row = self.run(
+            f"SELECT {SESSION}, {AGENT} FROM agent_sessions s"
+            " INNER JOIN coordination_agent a ON s.agent_id = a.id"
+            " WHERE s.id = %s AND s.workspace_id = %s ORDER BY s.id ASC LIMIT 1",
+            [self.session_id, self.workspace_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("400")
+
+    def is_live(self) -> None:
+        """selectors.is_live, asked inside the claim transactions."""
+        row = self.run(
+            f"SELECT 1 FROM agent_sessions s WHERE s.id = %s AND {self.live}",
+            [self.session_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("409 session_not_live")
+
+    # --- heartbeat ---------------------------------------------------------------------
+
+    def heartbeat(self) -> str:
+        return self.answer(self.heartbeat_session)
+
+    def heartbeat_session(self) -> str:
+        """agents.heartbeat_session: on PostgreSQL one UPDATE that returns the session
+        as the API shows it (``shown_columns``); on SQLite the UPDATE, then that read."""
+        self.active_key()
+        sessions = "agent_sessions"
+        shown = (
+            f"{cols(sessions, sessions)}, {self.live_of(sessions)}, {AGENT_SHOWN}, {WORKTREE_SHOWN}"
+        )
+        beat = f"UPDATE {sessions} SET last_heartbeat_at = {self.now}"
+        match = f"{sessions}.workspace_id = %s AND {sessions}.id = %s AND {sessions}.status = %s"
+        params = [self.workspace_id, self.session_id, "active"]
+        if self.postgres:
+            row = self.run(
+                f"{beat} FROM coordination_agent a"
+                " LEFT JOIN coordination_worktree w ON w.id = a.worktree_id"
+                f" WHERE a.id = {sessions}.agent_id AND {match} RETURNING {shown}",
+                params,
+            ).fetchone()
+        else:
+            row = None
+            if self.run(f"{beat} WHERE {match}", params).rowcount:
+                row = self.run(
+                    f"SELECT {shown} FROM {sessions}"
+                    f" JOIN coordination_agent a ON a.id = {sessions}.agent_id"
+                    f" LEFT JOIN coordination_worktree w ON w.id = a.worktree_id"
+                    f" WHERE {sessions}.id = %s",
+                    [self.session_id],
+                ).fetchone()
+        if row is None:
+            raise Refused("409 session_ended")
+        return "200"
+
+    # --- leases --------------------------------------------------------------------------
+
+    def lease_as_shown(self, lease_id: int) -> None:
+        """selectors.leases(workspace).get(pk=...): with liveness and agent (ORM)."""
+        self.run(
+            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
+            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
+            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
+            " WHERE l.workspace_id = %s AND l.id = %s LIMIT 21",
+            [self.workspace_id, lease_id],
+        ).fetchall()
+
+    def claim_issue(self) -> str:
+        return self.answer(self.claim_lease)
+
+    def claim_lease(self) -> str:
+        """leases.claim_issue."""
+        self.active_key()
+        project_id = self.get_issue()
+        self.get_session()
+        with self.transaction():
+            lease_id = self.admit_lease(project_id)
+        self.lease_as_shown(lease_id)
+        return "201"
+
+    def admit_lease(self, project_id: int) -> int:
+        """The transaction of leases.claim_issue; returns the new lease's id."""
+        (limit,) = self.run(  # leases.lock_project
+            "SELECT agent_wip_limit FROM coordination_project WHERE id = %s"
+            + self.lock("FOR NO KEY UPDATE"),
+            [project_id],
+        ).fetchone()
+        (status,) = self.run(  # leases.share_lock_issue
+            "SELECT status FROM coordination_issue WHERE id = %s" + self.lock("FOR SHARE"),
+            [self.plan.issue_id],
+        ).fetchone()
+        if status in CLOSED_STATUSES:
+            raise Refused("409 invalid_transition")
+        self.is_live()
+        current = self.run(  # the unreleased lease, with liveness and agent (ORM)
+            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
+            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
+            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
+            " WHERE l.released_at IS NULL AND l.issue_id = %s ORDER BY l.id ASC LIMIT 1",
+            [self.plan.issue_id],
+        ).fetchone()
+        if current is not None:
+            raise Refused("409 lease_held")  # the bench's agents never share an issue
+        row = self.run(  # leases.insert_lease_within_cap
+            f"""
+            INSERT INTO issue_leases (workspace_id, issue_id, session_id, agent_id,
+                                      acquired_at, release_reason, fence)
+            SELECT %s, %s, %s, %s, {self.now}, '',
+                   (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM issue_leases f
+                    WHERE f.issue_id = %s)
+            WHERE (SELECT count(*) FROM issue_leases l
+                   JOIN coordination_issue i ON i.id = l.issue_id
+                   JOIN agent_sessions s ON s.id = l.session_id
+                   WHERE i.project_id = %s AND l.released_at IS NULL
+                     AND {self.live}) < %s
+            ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
+            RETURNING id
+            """,
+            [
+                self.workspace_id,
+                self.plan.issue_id,
+                self.session_id,
+                self.plan.agent_id,
+                self.plan.issue_id,
+                project_id,
+                limit,
+            ],
+        ).fetchone()
+        if row is None:
+            raise Refused("409 wip_limit_reached")
+        return int(row[0])
+
+    def release_issue(self) -> str:
+        return self.answer(self.release_lease)
+
+    def release_lease(self) -> str:
+        """leases.release_issue, without a fence."""
+        self.active_key()
+        self.get_issue()
+        self.get_session()
+        row = self.run(
+            f"SELECT {LEASE} FROM issue_leases l WHERE l.released_at IS NULL"
+            " AND l.issue_id = %s AND l.session_id = %s ORDER BY l.id ASC LIMIT 1",
+            [self.plan.issue_id, self.session_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("409 lease_not_held")
+        released = self.run(  # common.release_unreleased (ORM)
+            f"UPDATE issue_leases SET released_at = {self.now}, release_reason = 'released'"
+            " WHERE id = %s AND released_at IS NULL",
+            [row[0]],
+        ).rowcount
+        if not released:
+            raise Refused("409 lease_not_held")
+        self.lease_as_shown(int(row[0]))
+        return "200"
+
+    # --- file claims ---------------------------------------------------------------------
+
+    def claim_files(self, paths: list[str]) -> str:
+        return self.answer(lambda: self.claim_paths(paths))
+
+    def claim_paths(self, paths: list[str]) -> str:
+        """file_claims.claim_files: the issue lookup, then one attempt."""
+        self.active_key()
+        row = self.run(  # file_claims.existing_issue
+            "SELECT id, workspace_id, status FROM coordination_issue"
+            " WHERE id = %s AND workspace_id = %s",
+            [self.plan.issue_id, self.workspace_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("404")
+        with self.transaction():
+            return self.attempt_claim(paths)
+
+    def attempt_claim(self, paths: list[str]) -> str:
+        """The transaction of file_claims._attempt (no force, no fence)."""
+        issue_id = self.plan.issue_id
+        row = self.run(  # file_claims.claimer_session: the session, if it is live
+            f"SELECT s.id, s.workspace_id, s.agent_id, s.status, a.name, {self.live}"
+            " FROM agent_sessions s JOIN coordination_agent a ON a.id = s.agent_id"
+            " WHERE s.id = %s AND s.workspace_id = %s",
+            [self.session_id, self.workspace_id],
+        ).fetchone()
+        if row is None:
+            raise Refused("400")
+        if not row[-1]:
+            raise Refused("409 session_not_live")
+        status = self.lock_paths_and_issues(paths)
+        if status in CLOSED_STATUSES:
+            raise Refused("409 invalid_transition")
+        holders = self.run(  # file_claims.locked_holders
+            f"SELECT {CLAIM}, a.name, {self.live}"
+            " FROM issue_file_claims c LEFT JOIN agent_sessions s ON s.id = c.session_id"
+            " LEFT JOIN coordination_agent a ON a.id = c.agent_id"
+            " WHERE c.workspace_id = %s AND c.released_at IS NULL"
+            f" AND c.path IN ({self.placeholders(paths)}) ORDER BY c.path"
+            + self.lock("FOR UPDATE OF c"),
+            [self.workspace_id, *paths],
+        ).fetchall()
+        # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.
+        contested = [row for row in holders if row[2] != issue_id and (row[3] is None or row[-1])]
+        kept = {row[5] for row in holders if row[2] == issue_id}
+        if contested:
+            self.log_conflicts(contested)
+            return "conflict"  # committed: the conflict log stays, nothing else changed
+        fresh = [path for path in paths if path not in kept]
+        rows = ", ".join([f"(%s, %s, %s, %s, %s, {self.now}, '')"] * len(fresh))
+        params: list[Any] = []
+        for path in fresh:
+            params += [self.workspace_id, issue_id, self.session_id, self.plan.agent_id, path]
+        inserted = self.run(  # file_claims.insert_claims
+            "INSERT INTO issue_file_claims (workspace_id, issue_id, session_id, agent_id,"
+            f" path, claimed_at, release_reason) VALUES {rows}"
+            " ON CONFLICT (workspace_id, path) WHERE released_at IS NULL DO NOTHING"
+            f" RETURNING {CLAIM_RETURNED}",
+            params,
+        ).fetchall()
+        if len(inserted) != len(fresh):
+            raise Refused("409 raced")  # the API would retry; the bench never gets here
+        return "201"
+
+    def lock_paths_and_issues(self, paths: list[str]) -> str:
+        """file_claims.lock_paths_and_issues: (PostgreSQL) the advisory locks per path
+        in key order, then the claiming and holding issues ``FOR SHARE``; the claiming
+        issue's status, read under that lock."""
+        issue_id = self.plan.issue_id
+        if not self.postgres:
+            (status,) = self.run(
+                "SELECT status FROM coordination_issue WHERE id = %s", [issue_id]
+            ).fetchone()
+            return str(status)
+        keys = sorted({self.target.lock_keys[path] for path in paths})
+        self.run(
+            "SELECT pg_advisory_xact_lock(%s, key)"
+            " FROM unnest(%s::int[]) WITH ORDINALITY AS requested(key, position)"
+            " ORDER BY position",
+            [self.target.advisory_class, keys],
+        ).fetchall()
+        rows = self.run(
+            "SELECT id, status FROM coordination_issue"
+            " WHERE id = %s OR id IN (SELECT issue_id FROM issue_file_claims"
+            "   WHERE workspace_id = %s AND released_at IS NULL AND path = ANY(%s))"
+            " ORDER BY id FOR SHARE",
+            [issue_id, self.workspace_id, paths],
+        ).fetchall()
+        return str(dict(rows)[issue_id])
+
+    def log_conflicts(self, contested: list[Any]) -> None:
+        """file_claims.log_conflicts: one append-only row per contested path (ORM
+        bulk_create, which reads back the ids and database defaults)."""
+        rows = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {self.now})"] * len(contested))
+        params: list[Any] = []
+        for row in contested:
+            params += [
+                self.workspace_id,
+                row[5],
+                self.plan.issue_id,
+                self.session_id,
+                self.plan.agent_id,
+                row[2],
+                row[3],
+                row[4],
+                False,
+            ]
+        self.run(
+            "INSERT INTO claim_conflicts (workspace_id, path, rejected_issue_id,"
+            " rejected_session_id, rejected_agent_id, holding_issue_id, holding_session_id,"
+            f" holding_agent_id, forced, occurred_at) VALUES {rows} RETURNING id, occurred_at",
+            params,
+        ).fetchall()
+
+    def release_files(self) -> str:
+        return self.answer(self.release_paths)
+
+    def release_paths(self) -> str:
+        """file_claims.release_files with a session and no paths: one statement."""
+        self.active_key()
+        released = self.run(
+            f"UPDATE issue_file_claims SET released_at = {self.now}, release_reason = %s"
+            " WHERE released_at IS NULL AND id IN ("
+            "   SELECT id FROM issue_file_claims WHERE workspace_id = %s AND issue_id = %s"
+            "   AND released_at IS NULL AND session_id = %s ORDER BY path"
+            + self.lock("FOR UPDATE")
+            + ") RETURNING path",
+            ["released", self.workspace_id, self.plan.issue_id, self.session_id],
+        ).fetchall()
+        if not released:
+            raise Refused("409 nothing_released")  # the bench releases what it claimed
+        return "200"
+
+    # --- lists ---------------------------------------------------------------------------
+
+    def list_live_sessions(self) -> str:
+        return self.answer(self.live_sessions)
+
+    def live_sessions(self) -> str:
+        """GET /sessions/?live=true: selectors.sessions filtered with the liveness
+        predicate (SessionFilter.filter_live, ORM), paginated: the count, then the
+        first page."""
+        self.active_key()
+        where = f"s.workspace_id = %s AND {self.live}"
+        (count,) = self.run(
+            f"SELECT COUNT(*) AS __count FROM agent_sessions s WHERE {where}",
+            [self.workspace_id],
+        ).fetchone()
+        if count:
+            self.run(
+                f"SELECT {SESSION}, {self.session_live} AS is_live, {AGENT}, {WORKTREE}"
+                " FROM agent_sessions s INNER JOIN coordination_agent a ON s.agent_id = a.id"
+                " LEFT OUTER JOIN coordination_worktree wt ON a.worktree_id = wt.id"
+                f" WHERE {where} ORDER BY s.id DESC LIMIT {PAGE_SIZE}",
+                [self.workspace_id],
+            ).fetchall()
+        return "200"
+
+    def list_ready_issues(self) -> str:
+        return self.answer(self.ready_issues)
+
+    def ready_issues(self) -> str:
+        """GET /issues/ready/: selectors.ready_issues (ORM), paginated: the count, the
+        first page, the prefetch of those issues' unreleased leases."""
+        self.active_key()
+        closed = ", ".join(f"'{status}'" for status in CLOSED_STATUSES)
+        is_ready = (
+            "CASE WHEN (i.status = 'todo' AND NOT (TRIM(i.title) = '')"
+            " AND NOT (TRIM(i.description) = '')) THEN TRUE ELSE FALSE END"
+        )
+        where = (
+            f"i.workspace_id = %s AND NOT (i.status IN ({closed}))"
+            " AND NOT EXISTS (SELECT 1 AS a FROM issue_leases l"
+            " INNER JOIN agent_sessions s ON l.session_id = s.id"
+            f" WHERE l.released_at IS NULL AND {self.live} AND l.issue_id = i.id LIMIT 1)"
+            f" AND {is_ready}"
+        )
+        (count,) = self.run(
+            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}",
+            [self.workspace_id],
+        ).fetchone()
+        if not count:
+            return "200"
+        page = self.run(
+            f"SELECT {ISSUE}, {is_ready} AS is_ready,"
+            " CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
+            f" {PROJECT}, {WORKTREE}, {AGENT}"
+            " FROM coordination_issue i"
+            " INNER JOIN coordination_project p ON i.project_id = p.id"
+            " LEFT OUTER JOIN coordination_worktree wt ON i.worktree_id = wt.id"
+            " LEFT OUTER JOIN coordination_agent a ON i.assignee_id = a.id"
+            f" WHERE {where}"
+            f" ORDER BY is_ready DESC, rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
+            [self.workspace_id],
+        ).fetchall()
+        ids = [row[0] for row in page]
+        self.run(  # prefetch_related("leases"): the unreleased ones, with liveness
+            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
+            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
+            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
+            f" WHERE l.released_at IS NULL AND l.issue_id IN ({self.placeholders(ids)})",
+            ids,
+        ).fetchall()
+        return "200"
+
+
+def main(plan: AgentPlan, target: DirectTarget, barrier: Any, results: Any) -> None:
+    """Entry point of a spawned direct client process."""
+    run_agent(DirectDriver(plan, target), plan, barrier, results)

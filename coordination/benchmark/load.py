@@ -1,0 +1,479 @@
+"""The bench workspace and its data, made in the command's process.
+
+A fresh workspace (``bench-<hex>``) with its own API key, one project whose WIP cap
+admits every agent, and per agent an issue for each of the lease, files and
+contended scenarios. The volumes the list and growth scenarios need are bulk-loaded
+(PostgreSQL: ``INSERT ... SELECT`` over ``generate_series``; SQLite: ``executemany``
+in one transaction) into the same workspace, which is deleted at the end through
+``logs.delete_workspace``, the one door of the append-only logs.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from coordination.benchmark.workload import CONTENDED_PICK
+from coordination.liveness import DbNow
+from coordination.models import (
+    Agent,
+    AgentSession,
+    ApiKey,
+    ClaimConflict,
+    FileClaim,
+    Issue,
+    Project,
+    Workspace,
+    hash_api_key,
+)
+from coordination.services import logs
+
+PATHS_PER_AGENT = 10
+CONTENDED_POOL_SIZE = 50
+FLEET_AGENTS = 1_000  # identities behind the loaded sessions and history
+HISTORY_DAYS = 90
+ROWS_PER_EXECUTEMANY = 20_000
+TOP_DIRECTORIES = ("src", "lib", "tests", "docs", "web", "api", "tools", "infra")
+
+
+@dataclass(frozen=True)
+class Volumes:
+    """What the list and growth scenarios load; ``--quick`` divides it by 100."""
+
+    stale_sessions: int = 100_000  # half ended, half active with an old heartbeat
+    live_sessions: int = 1_000
+    ready_issues: int = 10_000
+    history_claims: int = 1_000_000  # released
+    history_conflicts: int = 200_000
+    history_paths: int = 20_000
+    active_claims: int = 10_000  # unreleased, held by live sessions
+    active_sessions: int = 100
+    fleet_agents: int = FLEET_AGENTS
+
+    def scaled_down(self, divisor: int) -> Volumes:
+        return replace(
+            self,
+            **{item.name: max(1, getattr(self, item.name) // divisor) for item in fields(self)},
+        )
+
+
+@dataclass
+class BenchWorkspace:
+    workspace: Workspace
+    raw_key: str
+    key_hash: str
+    project: Project
+    agents: list[Agent]  # the bench's agents, one per client process
+    lease_issues: list[int]
+    files_issues: list[int]
+    contended_issues: list[int]
+    counter_issues: list[int]  # the statement counter's own: lease, files, a rival's
+    fleet_agents: list[int]  # ids of the identities behind loaded rows
+    live_session_ids: list[int]
+    active_session_ids: list[int]
+
+    @property
+    def pk(self) -> int:
+        return self.workspace.pk
+
+
+def own_paths(index: int) -> tuple[str, ...]:
+    """Agent ``index``'s paths in ``files``: nobody else claims them."""
+    return tuple(f"src/agents/agent{index:03d}/module{n}.py" for n in range(PATHS_PER_AGENT))
+
+
+def counter_paths() -> tuple[str, ...]:
+    """The statement counter's paths (``statements``): nobody else claims them."""
+    return tuple(f"src/counter/module{n}.py" for n in range(PATHS_PER_AGENT))
+
+
+def contended_pool() -> tuple[str, ...]:
+    """The shared paths every agent of ``contended`` draws from."""
+    assert CONTENDED_POOL_SIZE >= CONTENDED_PICK
+    return tuple(f"src/shared/hot{n:02d}.py" for n in range(CONTENDED_POOL_SIZE))
+
+
+def source_tree(count: int) -> list[str]:
+    """``count`` paths, ``top/dirNN/subN/fileNNNNN.py``, for the loaded history."""
+    per_top = max(1, count // len(TOP_DIRECTORIES))
+    return [
+        f"{top}/dir{index % 25:02d}/sub{(index // 25) % 8}/file{index:05d}.py"
+        for top in TOP_DIRECTORIES
+        for index in range(per_top)
+    ]
+
+
+def create_workspace(agent_count: int) -> BenchWorkspace:
+    """The workspace, its key, its project, the agents and their issues."""
+    workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Bench")
+    _, raw_key = ApiKey.issue(workspace, "bench")
+    # Every agent may hold a lease at once, and the statement counter one more.
+    project = Project.objects.create(
+        workspace=workspace, key="bench", name="Bench", agent_wip_limit=agent_count + 1
+    )
+    agents = Agent.objects.bulk_create(
+        Agent(workspace=workspace, name=f"bench-agent-{index:03d}", role="coder")
+        for index in range(agent_count)
+    )
+
+    def issues(label: str, count: int) -> list[int]:
+        made = Issue.objects.bulk_create(
+            Issue(
+                workspace=workspace,
+                project=project,
+                title=f"{label} {n}",
+                description=f"Bench {label} work for agent {n}. Done when it is measured.",
+                status=Issue.Status.TODO,
+                priority=Issue.Priority.MEDIUM,
+            )
+            for n in range(count)
+        )
+        return [issue.pk for issue in made]
+
+    return BenchWorkspace(
+        workspace=workspace,
+        raw_key=raw_key,
+        key_hash=hash_api_key(raw_key),
+        project=project,
+        agents=agents,
+        lease_issues=issues("Lease", agent_count),
+        files_issues=issues("Files", agent_count),
+        contended_issues=issues("Contended", agent_count),
+        counter_issues=issues("Counted", 3),
+        fleet_agents=[],
+        live_session_ids=[],
+        active_session_ids=[],
+    )
+
+
+def drop(bench: BenchWorkspace) -> None:
+    """Delete the workspace and everything in it. The claims, most of the rows and no
+    log, go first in one plain DELETE by workspace; the cascade does the rest."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {FileClaim._meta.db_table} WHERE workspace_id = %s", [bench.pk]
+        )
+    logs.delete_workspace(bench.workspace)
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def stamp(moment: datetime) -> Any:
+    """A timestamp as the backend stores it (SQLite: Django's UTC text, microseconds)."""
+    if postgres():
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def execute_many(sql: str, rows: Iterator[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` in chunks, all in one transaction (SQLite)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        while chunk := [row for _, row in zip(range(ROWS_PER_EXECUTEMANY), rows, strict=False)]:
+            cursor.executemany(sql, chunk)
+
+
+def analyze(*models: Any) -> None:
+    """Refresh PostgreSQL's statistics after a bulk load, as autovacuum soon would."""
+    if not postgres():
+        return
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+
+
+def ensure_fleet(bench: BenchWorkspace, count: int) -> list[int]:
+    """The identities behind loaded sessions and history (made once)."""
+    if not bench.fleet_agents:
+        made = Agent.objects.bulk_create(
+            Agent(workspace=bench.workspace, name=f"fleet-{n:04d}", role="coder")
+            for n in range(count)
+        )
+        bench.fleet_agents = [agent.pk for agent in made]
+    return bench.fleet_agents
+
+
+# --- live: sessions -------------------------------------------------------------------
+
+SESSIONS = AgentSession._meta.db_table
+
+
+def load_sessions(bench: BenchWorkspace, volumes: Volumes) -> None:
+    """``stale_sessions`` past sessions (every other one ended, the rest active with a
+    heartbeat 16 h to 90 days old) and ``live_sessions`` live ones."""
+    agents = ensure_fleet(bench, volumes.fleet_agents)
+    if postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                INSERT INTO {SESSIONS} (workspace_id, agent_id, status, started_at,
+                                        last_heartbeat_at, ended_at)
+                SELECT %s, (%s::bigint[])[1 + n %% %s],
+                       CASE WHEN n %% 2 = 0 THEN 'ended' ELSE 'active' END,
+                       started, started + lived,
+                       CASE WHEN n %% 2 = 0 THEN started + lived END
+                FROM (SELECT n,
+                             statement_timestamp() - interval '1 day'
+                               - random() * interval '{HISTORY_DAYS - 1} days' AS started,
+                             random() * interval '8 hours' AS lived
+                      FROM generate_series(1, %s) AS n) AS generated
+                """,
+                [bench.pk, agents, len(agents), volumes.stale_sessions],
+            )
+    else:
+        now = timezone.now()
+        rng = random.Random(1)
+
+        def session_row(n: int) -> tuple[Any, ...]:
+            started = now - timedelta(days=1 + rng.random() * (HISTORY_DAYS - 1))
+            last = started + timedelta(hours=8 * rng.random())
+            ended = n % 2 == 0
+            return (
+                bench.pk,
+                agents[n % len(agents)],
+                "ended" if ended else "active",
+                stamp(started),
+                stamp(last),
+                stamp(last) if ended else None,
+            )
+
+        execute_many(
+            f"INSERT INTO {SESSIONS} (workspace_id, agent_id, status, started_at,"
+            " last_heartbeat_at, ended_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            (session_row(n) for n in range(1, volumes.stale_sessions + 1)),
+        )
+    live = AgentSession.objects.bulk_create(
+        AgentSession(workspace=bench.workspace, agent_id=agents[n % len(agents)])
+        for n in range(volumes.live_sessions)
+    )
+    bench.live_session_ids = [session.pk for session in live]
+    analyze(AgentSession)
+
+
+def heartbeat(session_ids: list[int]) -> None:
+    """Make these sessions live now, by the database's clock, as a heartbeat does."""
+    AgentSession.objects.filter(pk__in=session_ids).update(last_heartbeat_at=DbNow())
+
+
+# --- ready: issues --------------------------------------------------------------------
+
+# A backlog as it looks in use: (status, has a description, share).
+ISSUE_MIX = (
+    (Issue.Status.TODO, True, 0.40),
+    (Issue.Status.TODO, False, 0.15),
+    (Issue.Status.BACKLOG, True, 0.10),
+    (Issue.Status.BACKLOG, False, 0.10),
+    (Issue.Status.IN_PROGRESS, True, 0.10),
+    (Issue.Status.IN_REVIEW, True, 0.05),
+    (Issue.Status.DONE, True, 0.07),
+    (Issue.Status.CANCELLED, True, 0.03),
+)
+READY_PROJECTS = ("web", "api", "infra", "data")
+
+
+def load_ready_issues(bench: BenchWorkspace, volumes: Volumes) -> None:
+    """``ready_issues`` issues over four projects in the ``ISSUE_MIX``, priorities of
+    every level, created over the last 90 days."""
+    projects = Project.objects.bulk_create(
+        Project(workspace=bench.workspace, key=key, name=key.title()) for key in READY_PROJECTS
+    )
+    rng = random.Random(2)
+    now = timezone.now()
+    kinds = [(status, described) for status, described, _ in ISSUE_MIX]
+    weights = [share for _, _, share in ISSUE_MIX]
+
+    def issue(n: int) -> Issue:
+        status, described = rng.choices(kinds, weights)[0]
+        return Issue(
+            workspace=bench.workspace,
+            project=projects[n % len(projects)],
+            title=f"Issue {n}: tidy up module {n % 97}",
+            description=f"Done when module {n % 97} passes its checks." if described else "",
+            status=status,
+            priority=rng.choice(Issue.Priority.values),
+            created_at=now - timedelta(days=rng.random() * HISTORY_DAYS),
+        )
+
+    Issue.objects.bulk_create((issue(n) for n in range(volumes.ready_issues)), batch_size=2_000)
+    analyze(Issue)
+
+
+# --- growth: history and active claims ----------------------------------------------
+
+CLAIMS = FileClaim._meta.db_table
+CONFLICTS = ClaimConflict._meta.db_table
+
+
+def load_history(bench: BenchWorkspace, volumes: Volumes) -> None:
+    """``history_claims`` released claims and ``history_conflicts`` conflict rows
+    over a tree of ``history_paths`` paths (a few hot ones: a cubed uniform draw),
+    at times spread over 90 days, against every issue of the workspace."""
+    agents = ensure_fleet(bench, volumes.fleet_agents)
+    issues = list(Issue.objects.filter(workspace=bench.workspace).values_list("pk", flat=True))
+    if postgres():
+        load_history_postgres(bench, volumes, agents, issues)
+    else:
+        load_history_sqlite(bench, volumes, agents, issues, source_tree(volumes.history_paths))
+    analyze(FileClaim, ClaimConflict)
+
+
+def tree_path_sql(number: str, count: int) -> str:
+    """SQL for ``source_tree(count)[number]``: the path is built from its number, since
+    indexing a large text array costs PostgreSQL a walk along it for every row."""
+    per_top = max(1, count // len(TOP_DIRECTORIES))
+    tops = ", ".join(f"'{top}'" for top in TOP_DIRECTORIES)
+    index = f"({number} %% {per_top})"
+    return (
+        f"(ARRAY[{tops}])[1 + {number} / {per_top}]"
+        f" || '/dir' || lpad(({index} %% 25)::text, 2, '0')"
+        f" || '/sub' || (({index} / 25) %% 8)::text"
+        f" || '/file' || lpad({index}::text, 5, '0') || '.py'"
+    )
+
+
+def load_history_postgres(
+    bench: BenchWorkspace,
+    volumes: Volumes,
+    agents: list[int],
+    issues: list[int],
+) -> None:
+    def pick(array: str, size: int) -> str:
+        return f"({array})[1 + floor(random() * {size})::int]"
+
+    issue = pick("%(issues)s::bigint[]", len(issues))
+    agent = pick("%(agents)s::bigint[]", len(agents))
+    path_count = len(source_tree(volumes.history_paths))
+    path = tree_path_sql("path_number", path_count)
+    # A cubed uniform draw favours the first paths: a few hot spots, a long tail.
+    path_number = f"floor(power(random(), 3) * {path_count})::int AS path_number"
+    params: dict[str, Any] = {"workspace": bench.pk, "issues": issues, "agents": agents}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {CLAIMS} (workspace_id, issue_id, agent_id, path, claimed_at,
+                                  released_at, release_reason)
+            SELECT %(workspace)s, {issue}, {agent}, {path}, claimed,
+                   LEAST(claimed + interval '1 minute' + random() * interval '4 hours',
+                         statement_timestamp()),
+                   'released'
+            FROM (SELECT statement_timestamp() - random() * interval '{HISTORY_DAYS} days'
+                           AS claimed,
+                         {path_number}
+                  FROM generate_series(1, %(rows)s)) AS generated
+            """,
+            {**params, "rows": volumes.history_claims},
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO {CONFLICTS} (workspace_id, path, rejected_issue_id, rejected_agent_id,
+                                     holding_issue_id, holding_agent_id, forced, occurred_at)
+            SELECT %(workspace)s, {path}, {issue}, {agent}, {issue}, {agent}, random() < 0.2,
+                   statement_timestamp() - random() * interval '{HISTORY_DAYS} days'
+            FROM (SELECT {path_number} FROM generate_series(1, %(rows)s)) AS generated
+            """,
+            {**params, "rows": volumes.history_conflicts},
+        )
+
+
+def load_history_sqlite(
+    bench: BenchWorkspace,
+    volumes: Volumes,
+    agents: list[int],
+    issues: list[int],
+    paths: list[str],
+) -> None:
+    rng = random.Random(3)
+    now = timezone.now()
+
+    def path() -> str:
+        return paths[int(len(paths) * rng.random() ** 3)]
+
+    def moment() -> datetime:
+        return now - timedelta(days=rng.random() * HISTORY_DAYS)
+
+    def claim_row() -> tuple[Any, ...]:
+        claimed = moment()
+        released = min(claimed + timedelta(minutes=1 + rng.random() * 240), now)
+        return (
+            bench.pk,
+            rng.choice(issues),
+            rng.choice(agents),
+            path(),
+            stamp(claimed),
+            stamp(released),
+            "released",
+        )
+
+    def conflict_row() -> tuple[Any, ...]:
+        return (
+            bench.pk,
+            path(),
+            rng.choice(issues),
+            rng.choice(agents),
+            rng.choice(issues),
+            rng.choice(agents),
+            rng.random() < 0.2,
+            stamp(moment()),
+        )
+
+    execute_many(
+        f"INSERT INTO {CLAIMS} (workspace_id, issue_id, agent_id, path, claimed_at,"
+        " released_at, release_reason) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (claim_row() for _ in range(volumes.history_claims)),
+    )
+    execute_many(
+        f"INSERT INTO {CONFLICTS} (workspace_id, path, rejected_issue_id, rejected_agent_id,"
+        " holding_issue_id, holding_agent_id, forced, occurred_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (conflict_row() for _ in range(volumes.history_conflicts)),
+    )
+
+
+def load_active_claims(bench: BenchWorkspace, volumes: Volumes) -> None:
+    """``active_claims`` unreleased claims on paths of their own, held by
+    ``active_sessions`` sessions (each on its own issue). They are live only once
+    ``heartbeat(bench.active_session_ids)`` has run."""
+    agents = ensure_fleet(bench, volumes.fleet_agents)
+    count = volumes.active_sessions
+    sessions = AgentSession.objects.bulk_create(
+        AgentSession(workspace=bench.workspace, agent_id=agents[n % len(agents)])
+        for n in range(count)
+    )
+    issues = Issue.objects.bulk_create(
+        Issue(
+            workspace=bench.workspace,
+            project=bench.project,
+            title=f"Active work {n}",
+            description="Held while the growth run measures.",
+            status=Issue.Status.IN_PROGRESS,
+        )
+        for n in range(count)
+    )
+    per_session = max(1, volumes.active_claims // count)
+    FileClaim.objects.bulk_create(
+        (
+            FileClaim(
+                workspace=bench.workspace,
+                issue=issues[n],
+                session=sessions[n],
+                agent_id=sessions[n].agent_id,
+                path=f"services/active{n:03d}/part{part:03d}.py",
+            )
+            for n in range(count)
+            for part in range(per_session)
+        ),
+        batch_size=2_000,
+    )
+    bench.active_session_ids = [session.pk for session in sessions]
+    analyze(FileClaim, AgentSession)

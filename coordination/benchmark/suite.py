@@ -1,0 +1,426 @@
+"""The order of a bench run, from an empty workspace to the report.
+
+1. The workspace, the statements per request of the small operations.
+2. ``throttle-off``: gunicorn with the per-key throttle off; ``heartbeat`` and
+   ``files`` over HTTP (their "on" figures come from step 3, on the same data).
+3. gunicorn with the throttle on but never refusing; for each scenario the API run,
+   then its direct run: ``heartbeat``, ``lease``, ``files`` (and ``files-1``),
+   ``contended``, ``live`` (after its sessions are loaded), ``ready`` (after its
+   issues are); then ``growth``: ``files`` after the history is loaded, and again
+   with the active claims beside it.
+4. The workspace is deleted, whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.db import BaseDatabaseCache
+from django.db import connection
+
+from coordination.benchmark import agent, direct, load
+from coordination.benchmark.fleet import RunFigures, run_fleet
+from coordination.benchmark.report import (
+    STATEMENT_KINDS,
+    BenchReport,
+    GrowthReport,
+    ScenarioReport,
+    ratio,
+)
+from coordination.benchmark.server import (
+    THROTTLE_NEVER_REFUSES,
+    THROTTLE_OFF,
+    Server,
+    gunicorn,
+)
+from coordination.benchmark.statements import count_statements, statements_per_op
+from coordination.benchmark.workload import SCENARIOS, AgentPlan
+from coordination.liveness import db_now_sql, live_session_sql
+from coordination.services import file_claims, rate_limits
+
+EXTRAS = ("files-1", "throttle-off", "growth")
+CHOICES = SCENARIOS + EXTRAS
+DEFAULT_AGENTS = 16
+DEFAULT_SECONDS = 15.0
+QUICK_SECONDS = 2.0
+QUICK_AGENTS = 2
+QUICK_DIVISOR = 100  # the loaded volumes, scaled down
+# A session must outlive a run: warn when the TTL leaves less than this beyond it.
+TTL_MARGIN_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    agents: int
+    seconds: float
+    workers: int
+    threads: int
+    selected: tuple[str, ...]
+    quick: bool
+    volumes: load.Volumes
+
+
+class Bench:
+    def __init__(self, options: BenchOptions, progress: Callable[[str], None]) -> None:
+        self.options = options
+        self.progress = progress
+        self.report = BenchReport(config=self.config())
+        self.server: Server | None = None
+        self.bench: load.BenchWorkspace | None = None
+        self.direct_target: direct.DirectTarget | None = None
+
+    def wants(self, name: str) -> bool:
+        return name in self.options.selected
+
+    # --- the run -------------------------------------------------------------------------
+
+    def run(self) -> BenchReport:
+        check_direct_columns()
+        options = self.options
+        if options.quick:
+            self.report.notes.append(
+                f"quick: {options.seconds:g} s per run, {options.agents} agents,"
+                f" loaded volumes scaled down {QUICK_DIVISOR}×"
+            )
+        ttl = settings.PROJEKTOR_SESSION_TTL_SECONDS
+        if ttl < options.seconds + TTL_MARGIN_SECONDS:
+            self.report.notes.append(
+                f"warning: PROJEKTOR_SESSION_TTL_SECONDS={ttl} is short for {options.seconds:g} s"
+                " runs: sessions may lapse mid-run"
+            )
+        if self.report.config.get("autovacuum") == "off":
+            self.report.notes.append(
+                "warning: autovacuum is off on this PostgreSQL server: dead rows and stale"
+                " planner statistics pile up across runs and skew the later ones"
+            )
+        self.progress(f"Preparing the bench workspace ({options.agents} agents)")
+        self.bench = load.create_workspace(options.agents)
+        try:
+            self.direct_target = self.make_direct_target()
+            self.count_statements(["heartbeat", "lease", "files"])
+            if self.wants("throttle-off"):
+                self.throttle_off_runs()
+            if any(self.wants(name) for name in (*SCENARIOS, "files-1", "growth")):
+                with self.serving(THROTTLE_NEVER_REFUSES):
+                    self.main_runs()
+                    if self.wants("growth"):
+                        self.growth_runs()
+        finally:
+            self.progress("Deleting the bench workspace")
+            load.drop(self.bench)
+        return self.report
+
+    def throttle_off_runs(self) -> None:
+        with self.serving(THROTTLE_OFF):
+            for name in ("heartbeat", "files"):
+                self.report.throttle_off[name] = self.run_api(f"{name} (throttle off)", name)
+
+    def main_runs(self) -> None:
+        bench = self.require_bench()
+        for scenario in SCENARIOS:
+            if scenario == "files" and self.wants("files-1"):
+                self.scenario_runs("files-1", "files", agents=1)
+            if not self.wants(scenario):
+                continue
+            if scenario == "live":
+                self.step(
+                    f"Loading {self.options.volumes.stale_sessions:,} ended or stale sessions"
+                    f" and {self.options.volumes.live_sessions:,} live ones",
+                    lambda: load.load_sessions(bench, self.options.volumes),
+                )
+                self.count_statements(["live"], heartbeat_first=bench.live_session_ids)
+            if scenario == "ready":
+                self.step(
+                    f"Loading {self.options.volumes.ready_issues:,} issues",
+                    lambda: load.load_ready_issues(bench, self.options.volumes),
+                )
+                self.count_statements(["ready"])
+            self.scenario_runs(scenario, scenario, agents=self.options.agents)
+
+    def scenario_runs(self, name: str, scenario: str, *, agents: int) -> None:
+        bench = self.require_bench()
+        before = (lambda: load.heartbeat(bench.live_session_ids)) if scenario == "live" else None
+        api = self.run_api(name, scenario, agents=agents, before=before)
+        ceiling = self.run_direct(name, scenario, agents=agents, before=before)
+        self.check_mirror(scenario, ceiling)
+        self.report.scenarios.append(
+            ScenarioReport(
+                name=name,
+                scenario=scenario,
+                api=api,
+                direct=ceiling,
+                statements_per_op=statements_per_op(name, self.report.statements, api.outcomes),
+            )
+        )
+
+    def growth_runs(self) -> None:
+        bench = self.require_bench()
+        volumes = self.options.volumes
+        empty = self.report.scenario("files")
+        empty_rate = empty.api.ops_per_second if empty else None
+        history = (
+            f"+ {volumes.history_claims:,} released claims and {volumes.history_conflicts:,}"
+            f" conflicts over {len(load.source_tree(volumes.history_paths)):,} paths"
+        )
+        self.step(f"Loading {history[2:]}", lambda: load.load_history(bench, volumes))
+        figures = self.run_api("files (history)", "files")
+        self.report.growth.append(
+            GrowthReport("history", history, figures, ratio(figures.ops_per_second, empty_rate))
+        )
+        sessions = volumes.active_sessions
+        active = (
+            f"+ {volumes.active_claims:,} other paths claimed by {sessions:,} live"
+            f" session{'s' if sessions != 1 else ''}"
+        )
+        self.step(f"Loading {active[2:]}", lambda: load.load_active_claims(bench, volumes))
+        figures = self.run_api(
+            "files (active)", "files", before=lambda: load.heartbeat(bench.active_session_ids)
+        )
+        self.report.growth.append(
+            GrowthReport("active", active, figures, ratio(figures.ops_per_second, empty_rate))
+        )
+
+    # --- one run -------------------------------------------------------------------------
+
+    def plans(self, scenario: str, agents: int) -> list[AgentPlan]:
+        bench = self.require_bench()
+        issues = {
+            "files": bench.files_issues,
+            "contended": bench.contended_issues,
+        }.get(scenario, bench.lease_issues)
+        return [
+            AgentPlan(
+                scenario=scenario,
+                index=index,
+                agent_name=bench.agents[index].name,
+                agent_id=bench.agents[index].pk,
+                workspace_id=bench.pk,
+                issue_id=issues[index],
+                paths=(
+                    load.own_paths(index)
+                    if scenario == "files"
+                    else load.contended_pool()
+                    if scenario == "contended"
+                    else ()
+                ),
+                seconds=self.options.seconds,
+                seed=zlib.crc32(f"{scenario}/{index}".encode()),
+            )
+            for index in range(agents)
+        ]
+
+    def run_api(
+        self,
+        name: str,
+        scenario: str,
+        *,
+        agents: int | None = None,
+        before: Callable[[], None] | None = None,
+    ) -> RunFigures:
+        server, bench = self.require_server(), self.require_bench()
+        plans = self.plans(scenario, agents or self.options.agents)
+        target = agent.HttpTarget(host=server.host, port=server.port, raw_key=bench.raw_key)
+        if before:
+            before()
+        figures = run_fleet(agent.main, target, plans, mode="api")
+        self.record(name, figures)
+        if figures.failures:
+            self.report.failures.append(f"{name} api: gunicorn log:\n{server.log_tail()}")
+        return figures
+
+    def run_direct(
+        self,
+        name: str,
+        scenario: str,
+        *,
+        agents: int,
+        before: Callable[[], None] | None = None,
+    ) -> RunFigures:
+        plans = self.plans(scenario, agents)
+        if before:
+            before()
+        figures = run_fleet(direct.main, self.direct_target, plans, mode="direct")
+        self.record(name, figures)
+        return figures
+
+    def check_mirror(self, scenario: str, ceiling: RunFigures) -> None:
+        """Note a request kind whose direct statements no longer match the API's
+        (minus its rate-limit counter): direct.py has to follow the services."""
+        # The counted requests ran with the throttle on: one upsert on the database cache.
+        throttle = 1 if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache) else 0
+        for kind in ceiling.requests:
+            counted = self.report.statements.get(STATEMENT_KINDS.get((scenario, kind), ""))
+            sent = ceiling.statements_per_request(kind)
+            if scenario == "contended" or counted is None or sent is None:
+                continue  # contended mixes refusals and claims: compared under files
+            expected = counted - throttle
+            note = (
+                f"note: {scenario} {kind}: the API ran {expected} statements (without the"
+                f" throttle's), direct.py {sent:g}: it no longer mirrors the service"
+            )
+            if abs(sent - expected) > 0.01 and note not in self.report.notes:
+                self.report.notes.append(note)
+
+    def record(self, name: str, figures: RunFigures) -> None:
+        latency = figures.op_latency
+        agents = f"{figures.agents} agent{'s' if figures.agents > 1 else ''}"
+        self.progress(
+            f"  {name:<24} {figures.mode:<6} {agents:>9}"
+            f" {figures.ops_per_second:>9,.1f} ops/s  p50 {latency.p50:.1f} ms"
+            f"  p99 {latency.p99:.1f} ms"
+            + (f"  FAILED: {'; '.join(figures.failures)[:300]}" if figures.failures else "")
+        )
+        self.report.failures.extend(f"{name} {figures.mode}: {f}" for f in figures.failures)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    @contextmanager
+    def serving(self, throttle_key: str) -> Iterator[Server]:
+        """gunicorn with this key throttle, as ``self.server`` while the block runs."""
+        self.progress(
+            f"Starting gunicorn ({self.options.workers} workers × {self.options.threads}"
+            f" threads, key throttle {throttle_key})"
+        )
+        with gunicorn(
+            workers=self.options.workers, threads=self.options.threads, throttle_key=throttle_key
+        ) as server:
+            self.server = server
+            try:
+                yield server
+            finally:
+                self.server = None
+        self.progress("Stopped gunicorn")
+
+    def step(self, message: str, action: Callable[[], None]) -> None:
+        self.progress(message)
+        started = time.perf_counter()
+        action()
+        self.progress(f"  done in {time.perf_counter() - started:.1f} s")
+
+    def count_statements(self, groups: list[str], heartbeat_first: list[int] | None = None) -> None:
+        if heartbeat_first:
+            load.heartbeat(heartbeat_first)
+        counts, failures = count_statements(
+            self.require_bench(), groups, throttle_rate=THROTTLE_NEVER_REFUSES
+        )
+        self.report.statements.update(counts)
+        self.report.failures.extend(f"statement count: {failure}" for failure in failures)
+        self.progress("Statements per request: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+    def make_direct_target(self) -> direct.DirectTarget:
+        bench = self.require_bench()
+        paths = {path for i in range(self.options.agents) for path in load.own_paths(i)}
+        paths |= set(load.contended_pool())
+        options = dict(connection.settings_dict.get("OPTIONS") or {})
+        return direct.DirectTarget(
+            vendor=connection.vendor,
+            connect=direct_connect_arguments(connection.settings_dict),
+            now_sql=db_now_sql(),
+            live_sql=live_session_sql("{alias}"),
+            key_hash=bench.key_hash,
+            advisory_class=file_claims.ADVISORY_CLASS,
+            lock_keys={path: file_claims.path_lock_key(bench.pk, path) for path in paths},
+            client_side_binding=options.get("server_side_binding") is not True,
+            prepare_threshold=options.get("prepare_threshold"),
+        )
+
+    def require_bench(self) -> load.BenchWorkspace:
+        assert self.bench is not None
+        return self.bench
+
+    def require_server(self) -> Server:
+        assert self.server is not None
+        return self.server
+
+    def config(self) -> dict[str, Any]:
+        options = self.options
+        return {
+            "database": connection.vendor,
+            "workers": options.workers,
+            "threads": options.threads,
+            "agents": options.agents,
+            "seconds": options.seconds,
+            "cpu_count": os.cpu_count(),
+            "git_commit": git_commit(),
+            "quick": options.quick,
+            "scenarios": list(options.selected),
+            "session_ttl_seconds": settings.PROJEKTOR_SESSION_TTL_SECONDS,
+            "autovacuum": postgres_setting("autovacuum"),
+            "volumes": asdict(options.volumes),
+        }
+
+
+# Django's own connection settings, not libpq's.
+DJANGO_ONLY_OPTIONS = {
+    "server_side_binding",
+    "prepare_threshold",
+    "pool",
+    "isolation_level",
+    "assume_role",
+    "cursor_factory",
+    "context",
+    "transaction_mode",
+    "init_command",
+}
+
+
+def direct_connect_arguments(settings_dict: dict[str, Any]) -> dict[str, Any]:
+    """What the direct clients pass to psycopg.connect / sqlite3.connect."""
+    options = {
+        key: value
+        for key, value in (settings_dict.get("OPTIONS") or {}).items()
+        if key not in DJANGO_ONLY_OPTIONS
+    }
+    if connection.vendor == "postgresql":
+        names = {"dbname": "NAME", "user": "USER", "password": "PASSWORD", "host": "HOST"}
+        arguments = {key: settings_dict[name] for key, name in names.items() if settings_dict[name]}
+        if settings_dict.get("PORT"):
+            arguments["port"] = int(settings_dict["PORT"])
+        return {**options, **arguments}
+    return {"database": str(settings_dict["NAME"]), "timeout": options.get("timeout", 5)}
+
+
+def check_direct_columns() -> None:
+    """The direct clients select the columns Django selects: stop if they drifted."""
+    from django.apps import apps
+
+    for model in apps.get_app_config("coordination").get_models():
+        table = model._meta.db_table
+        if table in direct.COLUMNS:
+            columns = tuple(field.column for field in model._meta.concrete_fields)
+            if columns != direct.COLUMNS[table]:
+                raise RuntimeError(f"direct.COLUMNS[{table!r}] is out of date: {columns}")
+
+
+def postgres_setting(name: str) -> str | None:
+    """A PostgreSQL server setting (``SHOW``), or None on another database."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SHOW {name}")
+        return str(cursor.fetchone()[0])
+
+
+def git_commit() -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(settings.BASE_DIR),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None

@@ -1,0 +1,110 @@
+"""``manage.py bench`` end to end, as a user runs it: migrate a scratch database, run
+the quick bench in a subprocess (gunicorn, client processes, direct SQL), read its
+JSON. On the SQLite pass the scratch database is a temporary file; on the PostgreSQL
+pass it is a database of its own on the same server, created and dropped here. The
+Django test database is not used."""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = {"heartbeat", "lease", "files", "contended", "live", "ready", "files-1"}
+# Generous: the bench itself takes about a minute; this only stops a hang.
+TIMEOUT_SECONDS = 600
+
+
+def on_postgresql() -> bool:
+    return str(settings.DATABASES["default"]["ENGINE"]).endswith("postgresql")
+
+
+@pytest.fixture
+def scratch_database(tmp_path: Path) -> Iterator[str]:
+    """A DATABASE_URL for an empty database of the configured kind."""
+    if not on_postgresql():
+        yield f"sqlite:///{tmp_path / 'bench.sqlite3'}"
+        return
+    url = urlsplit(os.environ["DATABASE_URL"])
+    name = f"projektor_bench_test_{os.getpid()}"  # two suites at once do not collide
+    admin = url._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def manage(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "test-only-secret-key",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+    )
+
+
+def failed(result: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {result.returncode}\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+
+
+def server_errors(figures: dict[str, Any]) -> list[str]:
+    return [label for label in figures["statuses"] if label.startswith(("5", "error"))]
+
+
+def test_quick_bench_runs_every_scenario_end_to_end(scratch_database: str, tmp_path: Path):
+    migrated = manage("migrate", "-v0", database_url=scratch_database)
+    assert migrated.returncode == 0, failed(migrated)
+    figures_file = tmp_path / "bench.json"
+
+    result = manage("bench", "--quick", "--json", str(figures_file), database_url=scratch_database)
+
+    assert result.returncode == 0, failed(result)
+    assert "API÷direct" in result.stdout  # the table was printed
+    figures = json.loads(figures_file.read_text())
+    assert figures["failures"] == []
+    assert figures["config"]["database"] == ("postgresql" if on_postgresql() else "sqlite")
+    assert figures["config"]["quick"] is True
+    assert set(figures["scenarios"]) == SCENARIOS
+    for name, scenario in figures["scenarios"].items():
+        assert scenario["api"]["ops"] > 0, name
+        assert scenario["direct"]["ops"] > 0, name
+        assert scenario["statements_per_op"] > 0, name
+        assert server_errors(scenario["api"]) == [], name
+        assert server_errors(scenario["direct"]) == [], name
+        assert "429" not in scenario["api"]["statuses"], name
+    assert figures["scenarios"]["files-1"]["agents"] == 1
+    assert figures["scenarios"]["contended"]["api"]["requests"]["claim"]["statuses"]["201"] > 0
+    assert set(figures["statements"]) >= {
+        "heartbeat",
+        "lease claim",
+        "lease release",
+        "files claim",
+        "files release",
+        "live list",
+        "ready list",
+    }
+    for step in ("history", "active"):
+        assert figures["growth"][step]["api"]["ops"] > 0, step
+        assert figures["growth"][step]["ratio_to_empty"] > 0, step
+    for name in ("heartbeat", "files"):
+        assert figures["throttle"][name]["off_ops_per_s"] > 0, name
+        assert figures["throttle"][name]["on_over_off"] > 0, name
