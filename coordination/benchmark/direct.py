@@ -519,8 +519,8 @@ class DirectDriver:
         ).fetchall()
         rows = self.run(
             "SELECT id, status FROM coordination_issue"
-            " WHERE id = %s OR id IN (SELECT issue_id FROM issue_file_claims"
-            "   WHERE workspace_id = %s AND released_at IS NULL AND path = ANY(%s))"
+            " WHERE id = ANY(ARRAY(SELECT %s UNION ALL SELECT issue_id FROM issue_file_claims"
+            "   WHERE workspace_id = %s AND released_at IS NULL AND path = ANY(%s)))"
             " ORDER BY id FOR SHARE",
             [issue_id, self.workspace_id, paths],
         ).fetchall()

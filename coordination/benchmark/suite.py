@@ -100,8 +100,8 @@ class Bench:
             )
         if self.report.config.get("autovacuum") == "off":
             self.report.notes.append(
-                "warning: autovacuum is off on this PostgreSQL server: dead rows and stale"
-                " planner statistics pile up across runs and skew the later ones"
+                "autovacuum is off on this PostgreSQL server: the bench runs VACUUM ANALYZE"
+                " before each run instead"
             )
         self.progress(f"Preparing the bench workspace ({options.agents} agents)")
         self.bench = load.create_workspace(options.agents)
@@ -230,6 +230,7 @@ class Bench:
         server, bench = self.require_server(), self.require_bench()
         plans = self.plans(scenario, agents or self.options.agents)
         target = agent.HttpTarget(host=server.host, port=server.port, raw_key=bench.raw_key)
+        load.settle()
         if before:
             before()
         figures = run_fleet(agent.main, target, plans, mode="api")
@@ -247,6 +248,7 @@ class Bench:
         before: Callable[[], None] | None = None,
     ) -> RunFigures:
         plans = self.plans(scenario, agents)
+        load.settle()
         if before:
             before()
         figures = run_fleet(direct.main, self.direct_target, plans, mode="direct")

@@ -153,6 +153,9 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
     which locks the issue ``FOR NO KEY UPDATE`` before releasing its claims, so a
     claim can never be admitted on an issue whose close is committing. SQLite needs
     neither: ``BEGIN IMMEDIATE`` made this the only writer.
+
+    The issues are found by primary key (``= ANY(ARRAY(...))``): written as ``id = %s
+    OR id IN (...)`` the lookup scanned the whole issue table on every claim.
     """
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
@@ -171,9 +174,10 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
         cursor.execute(
             f"""
             SELECT id, status FROM {ISSUE}
-            WHERE id = %s OR id IN (SELECT issue_id FROM {CLAIM}
-                                    WHERE workspace_id = %s AND released_at IS NULL
-                                      AND path = ANY(%s))
+            WHERE id = ANY(ARRAY(SELECT %s UNION ALL
+                                 SELECT issue_id FROM {CLAIM}
+                                 WHERE workspace_id = %s AND released_at IS NULL
+                                   AND path = ANY(%s)))
             ORDER BY id
             FOR SHARE
             """,
