@@ -527,8 +527,8 @@ class DirectDriver:
         return str(dict(rows)[issue_id])
 
     def log_conflicts(self, contested: list[Any]) -> None:
-        """file_claims.log_conflicts: one append-only row per contested path (ORM
-        bulk_create, which reads back the ids and database defaults)."""
+        """file_claims.log_conflicts: one append-only row per contested path, in one
+        INSERT."""
         rows = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {self.now})"] * len(contested))
         params: list[Any] = []
         for row in contested:
@@ -546,9 +546,9 @@ class DirectDriver:
         self.run(
             "INSERT INTO claim_conflicts (workspace_id, path, rejected_issue_id,"
             " rejected_session_id, rejected_agent_id, holding_issue_id, holding_session_id,"
-            f" holding_agent_id, forced, occurred_at) VALUES {rows} RETURNING id, occurred_at",
+            f" holding_agent_id, forced, occurred_at) VALUES {rows}",
             params,
-        ).fetchall()
+        )
 
     def release_files(self) -> str:
         return self.answer(self.release_paths)

@@ -436,22 +436,39 @@ def log_conflicts(
     agent: Agent | None = None,
 ) -> None:
     """One append-only ``claim_conflicts`` row per contested path (invariant 8).
-    The rejected agent is the session's, or ``agent`` for a claimer without one."""
+    The rejected agent is the session's, or ``agent`` for a claimer without one.
+
+    One INSERT, in the refused claim's transaction: it holds the path locks until it
+    commits, so the shorter it is, the sooner the next claimer of those paths goes."""
+    if not holders:
+        return
+    rejected_session_id = session.pk if session is not None else None
     rejected_agent_id = session.agent_id if session is not None else (agent.pk if agent else None)
-    ClaimConflict.objects.bulk_create(
-        ClaimConflict(
-            workspace=workspace,
-            path=claim.path,
-            rejected_issue=issue,
-            rejected_session=session,
-            rejected_agent_id=rejected_agent_id,
-            holding_issue_id=claim.issue_id,
-            holding_session_id=claim.session_id,
-            holding_agent_id=claim.agent_id,
-            forced=forced,
+    rows = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {db_now_sql()})"] * len(holders))
+    params: list[Any] = []
+    for claim in holders:
+        params += [
+            workspace.pk,
+            claim.path,
+            issue.pk,
+            rejected_session_id,
+            rejected_agent_id,
+            claim.issue_id,
+            claim.session_id,
+            claim.agent_id,
+            forced,
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {ClaimConflict._meta.db_table}
+                (workspace_id, path, rejected_issue_id, rejected_session_id,
+                 rejected_agent_id, holding_issue_id, holding_session_id, holding_agent_id,
+                 forced, occurred_at)
+            VALUES {rows}
+            """,
+            params,
         )
-        for claim in holders
-    )
 
 
 def announce_override(
