@@ -506,10 +506,10 @@ class DirectDriver:
         issue's status, read under that lock."""
         issue_id = self.plan.issue_id
         if not self.postgres:
-            (status,) = self.run(
-                "SELECT status FROM coordination_issue WHERE id = %s", [issue_id]
-            ).fetchone()
-            return str(status)
+            rows = self.run(
+                "SELECT id, status FROM coordination_issue WHERE id = %s", [issue_id]
+            ).fetchall()
+            return str(dict(rows)[issue_id])
         keys = sorted({self.target.lock_keys[path] for path in paths})
         self.run(
             "SELECT pg_advisory_xact_lock(%s, key)"

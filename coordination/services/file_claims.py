@@ -139,7 +139,7 @@ def path_lock_key(workspace_id: int, path: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-# --- locking -----------------------------------------------------------
+# --- locking --------------------------------------------------------------------------
 
 
 def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> str:
@@ -159,9 +159,8 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
     """
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s", [issue_id])
-            (status,) = cursor.fetchone()
-            return str(status)
+            cursor.execute(f"SELECT id, status FROM {ISSUE} WHERE id = %s", [issue_id])
+            return issue_status(cursor.fetchall(), issue_id)
         keys = sorted({path_lock_key(workspace_id, path) for path in paths})
         cursor.execute(
             """
@@ -183,7 +182,15 @@ def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str])
             """,
             [issue_id, workspace_id, paths],
         )
-        return str(dict(cursor.fetchall())[issue_id])
+        return issue_status(cursor.fetchall(), issue_id)
+
+
+def issue_status(rows: list[tuple[int, str]], issue_id: int) -> str:
+    """The issue's status among ``(id, status)`` rows; 404 if it was deleted since."""
+    status = dict(rows).get(issue_id)
+    if status is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return str(status)
 
 
 def locked_holders(*, workspace: Workspace, paths: list[str]) -> list[FileClaim]:
