@@ -7,6 +7,8 @@ import django_filters as filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from coordination.liveness import live_q
 from coordination.models import (
@@ -75,7 +77,7 @@ class SessionFilter(filters.FilterSet):
         model = AgentSession
         fields: list[str] = []
 
-
+    @extend_schema_field(OpenApiTypes.BOOL)  # a method filter: the schema cannot infer it
     def filter_live(
         self, queryset: QuerySet[AgentSession], name: str, value: Any
     ) -> QuerySet[AgentSession]:
@@ -93,6 +95,7 @@ class IssueFilter(filters.FilterSet):
         model = Issue
         fields: list[str] = []
 
+    @extend_schema_field(OpenApiTypes.BOOL)
     def filter_leased(self, queryset: QuerySet[Issue], name: str, value: Any) -> QuerySet[Issue]:
         # "Leased" means a live holder: a dead holder's issue is free to claim.
         has_live_lease = Exists(IssueLease.objects.live().filter(issue=OuterRef("pk")))

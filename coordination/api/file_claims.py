@@ -61,17 +61,22 @@ class FileReleaseInput(serializers.Serializer):
     session = IdField(required=False, allow_null=True)
 
 
-# Declared field by field rather than as a ModelSerializer, which inspects the model
-# again for every response (0.46 ms for ten claims, 0.26 ms declared).
-class FileClaimSerializer(FieldsBoundOnce, serializers.Serializer):
-    id = serializers.IntegerField(read_only=True)
-    path = serializers.CharField(read_only=True)
-    issue = serializers.IntegerField(source="issue_id", read_only=True)
-    session = serializers.IntegerField(source="session_id", read_only=True, allow_null=True)
+class FileClaimSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
-    claimed_at = serializers.DateTimeField(read_only=True)
-    released_at = serializers.DateTimeField(read_only=True, allow_null=True)
     release_reason = ReleaseReasonField()
+
+    class Meta:
+        model = FileClaim
+        fields = [
+            "id",
+            "path",
+            "issue",
+            "session",
+            "agent",
+            "claimed_at",
+            "released_at",
+            "release_reason",
+        ]
 
 
 class HolderSerializer(FieldsBoundOnce, serializers.Serializer):

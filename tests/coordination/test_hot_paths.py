@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework import serializers
 
 from coordination import selectors
 from coordination.api.file_claims import ClaimedFilesSerializer, FileClaimSerializer
@@ -95,7 +94,6 @@ def test_fields_bound_once_render_as_drf_does(workspace, issue, make_session):
     for serializer_class, instance in cases:
         serializer = serializer_class(instance)
         assert serializer.data == drf_rendering(serializer, instance), serializer_class
-        assert isinstance(serializer, serializers.BaseSerializer)
 
 
 def test_a_throttle_scope_can_be_off(monkeypatch, settings, api):
