@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any, Self
 
 from django.conf import settings
 from django.db import models
@@ -226,14 +227,21 @@ class Issue(models.Model):
         return f"#{self.pk} {self.title}"
 
 
-class LeaseQuerySet(models.QuerySet["IssueLease"]):
-    def unreleased(self) -> LeaseQuerySet:
+class HolderQuerySet(models.QuerySet[Any]):
+    """Leases, file claims and worktree locks: rows held by a session until released.
+
+    They have no expiry of their own (invariant 4): a row is live while it is
+    unreleased and its holder session is live. This is the one place that says so.
+    """
+
+    def unreleased(self) -> Self:
         return self.filter(released_at__isnull=True)
 
-    def live(self) -> LeaseQuerySet:
+    def live(self) -> Self:
         return self.unreleased().filter(live_q("session__"))
 
-    def with_live(self) -> LeaseQuerySet:
+    def with_live(self) -> Self:
+        """``is_live`` on each row: unreleased, and its holder session is live."""
         return self.annotate(
             is_live=Case(
                 When(Q(released_at__isnull=True) & live_q("session__"), then=True),
@@ -262,7 +270,7 @@ class IssueLease(models.Model):
     # default serves only rows made directly through the ORM (fixtures).
     fence = models.PositiveIntegerField(default=1, editable=False)
 
-    objects = LeaseQuerySet.as_manager()
+    objects = HolderQuerySet.as_manager()
 
     class Meta:
         db_table = "issue_leases"  # the original schema's name (DESIGN.md)
@@ -322,6 +330,8 @@ class FileClaim(models.Model):
     claimed_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+
+    objects = HolderQuerySet.as_manager()
 
     class Meta:
         db_table = "issue_file_claims"  # the original schema's name (DESIGN.md)
@@ -460,6 +470,8 @@ class WorktreeLock(models.Model):
     # numbered in the insert (worktrees.insert_lock); the default serves only rows
     # made directly through the ORM (fixtures).
     fence = models.PositiveIntegerField(default=1, editable=False)
+
+    objects = HolderQuerySet.as_manager()
 
     class Meta:
         constraints = [

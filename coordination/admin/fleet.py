@@ -9,13 +9,12 @@ call ``coordination.services.operators``.
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Case, Q, QuerySet, When
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from coordination import models as m
 from coordination.admin.filters import HolderStateFilter, RunLiveFilter, SessionStateFilter
 from coordination.admin.reporting import operator_name, report
-from coordination.liveness import live_q
 from coordination.services import operators
 
 
@@ -30,11 +29,6 @@ class StateAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-def holder_live() -> Case:
-    """``is_live`` of a claim or lock: unreleased, and its holder session is live."""
-    return Case(When(Q(released_at__isnull=True) & live_q("session__"), then=True), default=False)
 
 
 @admin.register(m.AgentSession)
@@ -133,7 +127,7 @@ class FileClaimAdmin(HeldAdmin):
     actions = ["force_release"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.FileClaim]:
-        return super().get_queryset(request).annotate(is_live=holder_live())
+        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
 
     @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:
@@ -160,7 +154,7 @@ class WorktreeLockAdmin(HeldAdmin):
     actions = ["force_release"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.WorktreeLock]:
-        return super().get_queryset(request).annotate(is_live=holder_live())
+        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
 
     @admin.action(description="Force-release selected worktree locks (their runs are cancelled)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.WorktreeLock]) -> None:
