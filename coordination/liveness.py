@@ -15,6 +15,8 @@ from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
 
+from coordination.services.sql import Dialect
+
 
 class DbNow(Now):
     """The database's clock, stored in the same text format Django writes on SQLite.
@@ -46,23 +48,15 @@ def live_q(prefix: str = "") -> Q:
     return Q(**{f"{prefix}status": "active", f"{prefix}last_heartbeat_at__gt": live_cutoff()})
 
 
-def live_session_sql(alias: str) -> str:
-    """SQL condition for "session row ``alias`` is live", for raw statements.
+def dialect() -> Dialect:
+    return Dialect(connection.vendor, int(settings.PROJEKTOR_SESSION_TTL_SECONDS))
 
-    SQLite stores datetimes as ISO text, so the cutoff is built as text in the same
-    format; PostgreSQL compares timestamptz with ``now()``. ``%`` is doubled because
-    the fragment goes into parameterised statements.
-    """
-    ttl = int(settings.PROJEKTOR_SESSION_TTL_SECONDS)
-    if connection.vendor == "postgresql":
-        cutoff = f"statement_timestamp() - interval '{ttl} seconds'"
-    else:
-        cutoff = f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds') || '000')"
-    return f"({alias}.status = 'active' AND {alias}.last_heartbeat_at > {cutoff})"
+
+def live_session_sql(alias: str) -> str:
+    """The same predicate as SQL, for raw statements (``coordination.services.sql``)."""
+    return dialect().live(alias)
 
 
 def db_now_sql() -> str:
     """SQL for the database's current time, for parameterised statements."""
-    if connection.vendor == "postgresql":
-        return "statement_timestamp()"
-    return "(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '000')"
+    return dialect().now()

@@ -21,11 +21,14 @@ The function is idempotent: a normalised path normalises to itself.
 """
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from coordination.errors import InvalidInput
 
 MAX_PATH_BYTES = 1024
+MAX_PATHS = 100  # per claim or release
+# Per check: a pre-commit guard sends every staged path at once.
+MAX_CHECK_PATHS = 1000
 
 
 def printable(raw: str) -> str:
@@ -69,3 +72,14 @@ def normalise_paths(raws: Iterable[str]) -> list[str]:
     """Normalise every path; duplicates (in any spelling) count once. Sorted, so
     callers that lock per path always lock in the same order."""
     return sorted({normalise_path(raw) for raw in raws})
+
+
+def checked_paths(paths: Sequence[str], *, limit: int) -> list[str]:
+    """1 to ``limit`` paths, each normalised; sorted and without duplicates."""
+    if isinstance(paths, str):  # a str is a Sequence[str] too: one path, not its letters
+        raise InvalidInput("Give the paths as a list of strings.", field="paths")
+    if not 1 <= len(paths) <= limit:
+        raise InvalidInput(
+            f"Give 1 to {limit} paths, not {len(paths)}.", field="paths", count=len(paths)
+        )
+    return normalise_paths(paths)

@@ -46,7 +46,7 @@ from coordination.benchmark.server import (
 from coordination.benchmark.statements import count_statements, statements_per_op
 from coordination.benchmark.workload import SCENARIOS, AgentPlan
 from coordination.liveness import db_now_sql, live_session_sql
-from coordination.services import file_claims, rate_limits
+from coordination.services import locking, rate_limits
 
 EXTRAS = ("files-1", "throttle-off", "growth")
 CHOICES = SCENARIOS + EXTRAS
@@ -330,8 +330,8 @@ class Bench:
             now_sql=db_now_sql(),
             live_sql=live_session_sql("{alias}"),
             key_hash=bench.key_hash,
-            advisory_class=file_claims.ADVISORY_CLASS,
-            lock_keys={path: file_claims.path_lock_key(bench.pk, path) for path in paths},
+            advisory_class=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
+            lock_keys={path: locking.path_lock_key(bench.pk, path) for path in paths},
             client_side_binding=options.get("server_side_binding") is not True,
             prepare_threshold=options.get("prepare_threshold"),
         )

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db import OperationalError, connection, transaction
+from django.db import transaction
 
 from coordination import selectors
 from coordination.errors import (
@@ -13,60 +13,30 @@ from coordination.errors import (
     StaleFence,
     WipLimitReached,
 )
-from coordination.liveness import db_now_sql, live_session_sql
 from coordination.models import (
     Agent,
     AgentSession,
     Issue,
     IssueLease,
-    Project,
     ReleaseReason,
     WipCapDenial,
     Workspace,
 )
+from coordination.services import sql
 from coordination.services.common import release_if_holder_dead, release_unreleased
-
-LEASE = IssueLease._meta.db_table
-SESSION = AgentSession._meta.db_table
-ISSUE = Issue._meta.db_table
-PROJECT = Project._meta.db_table
+from coordination.services.locking import (
+    lock_project,
+    share_issue_nowait,
+    share_lease_fence,
+    share_lock_issue,
+)
+from coordination.services.rows import dialect, fetchone
 
 
 @dataclass(frozen=True)
 class Claimed:
     lease: IssueLease
     created: bool
-
-
-def lock_project(project_id: int) -> int:
-    """Serialise admission per project for the rest of the transaction (invariant 3),
-    and return the project's WIP limit as read under that lock.
-
-    Under READ COMMITTED, two claimers would each count ``cap - 1`` live leases and
-    both insert, so PostgreSQL takes the project's row lock first. NO KEY UPDATE
-    conflicts with itself (claimers queue) but not with the foreign-key checks of
-    rows that merely point at the project (new issues, denials). SQLite needs no
-    lock: ``BEGIN IMMEDIATE`` already made this transaction the only writer.
-    """
-    lock = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT agent_wip_limit FROM {PROJECT} WHERE id = %s{lock}", [project_id])
-        (limit,) = cursor.fetchone()
-    return int(limit)
-
-
-def share_lock_issue(issue_id: int) -> str:
-    """The issue's status, read under a share lock on PostgreSQL.
-
-    Closing an issue locks it ``FOR NO KEY UPDATE`` and then releases its lease; the
-    share lock orders this claim against such a close, so a lease can never be
-    admitted on an issue whose close is committing (it would outlive the close).
-    """
-    lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT status FROM {ISSUE} WHERE id = %s{lock}", [issue_id])
-        (status,) = cursor.fetchone()
-    return str(status)
 
 
 def insert_lease_within_cap(
@@ -98,32 +68,17 @@ def insert_lease_within_cap(
     row lock that conflicts with the ``FOR SHARE`` the claim, file claims and closes
     order themselves by, and a rebuild of a guarded table on SQLite (0003).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
-                                 acquired_at, release_reason, fence)
-            SELECT %s, %s, %s, %s, {db_now_sql()}, '',
-                   (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s)
-            WHERE (SELECT count(*) FROM {LEASE} l
-                   JOIN {ISSUE} i ON i.id = l.issue_id
-                   JOIN {SESSION} s ON s.id = l.session_id
-                   WHERE i.project_id = %s AND l.released_at IS NULL
-                     AND {live_session_sql("s")}) < %s
-            ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
-            RETURNING id
-            """,
-            [
-                workspace_id,
-                issue.pk,
-                session.pk,
-                session.agent_id,
-                issue.pk,
-                issue.project_id,
-                limit,
-            ],
+    row = fetchone(
+        sql.insert_lease_within_cap(
+            dialect(),
+            workspace_id=workspace_id,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            agent_id=session.agent_id,
+            project_id=issue.project_id,
+            limit=limit,
         )
-        row = cursor.fetchone()
+    )
     return row[0] if row else None
 
 
@@ -229,70 +184,21 @@ def release_issue(
 # --- fences ---------------------------------------------------------------------------
 
 
-def lease_fence(issue_id: int, *, lock: bool = False) -> int | None:
-    """The fence of the issue's unreleased lease, or None if it has none.
-
-    With ``lock`` (PostgreSQL), the lease row is read ``FOR SHARE``: a reclaim,
-    release or close, which UPDATE that row, wait until this transaction ends, so
-    the fence stays current until then. If one of them is committing, this read waits
-    for it and re-checks ``released_at IS NULL`` on the new row: it then finds no
-    lease, never the old fence.
-    """
-    suffix = " FOR SHARE" if lock and connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT fence FROM {LEASE} WHERE issue_id = %s AND released_at IS NULL{suffix}",
-            [issue_id],
-        )
-        row = cursor.fetchone()
+def lease_fence(issue_id: int) -> int | None:
+    """The fence of the issue's unreleased lease, or None if it has none."""
+    row = fetchone(sql.lease_fence(dialect(), issue_id=issue_id, share=False))
     return int(row[0]) if row else None
-
-
-class IssueLocked(Exception):
-    """The issue's row is locked for a change (a close, a transition): the caller
-    rolls back, waits for that lock alone (``wait_for_issue``) and tries again."""
-
-
-# PostgreSQL's lock_not_available, raised by NOWAIT.
-LOCK_NOT_AVAILABLE = "55P03"
 
 
 def check_lease_fence(*, issue_id: int, fence: int) -> None:
     """Raise ``stale_fence`` unless ``fence`` is the issue's unreleased lease's, and
-    keep it so for the rest of the transaction. Call it first in the transaction.
-
-    PostgreSQL: the lease row, then the issue row, both ``FOR SHARE`` until commit:
-    a reclaim, release or close must UPDATE the lease row, so it waits for this
-    transaction. The order avoids both cycles that could form here:
-
-    - a reclaiming ``start_work`` holds the lease row (updated), then takes path
-      locks and may lock its issue ``FOR NO KEY UPDATE`` (todo to in_progress): so
-      this waits for the lease row holding nothing, not even the issue;
-    - a close (or ``finish_work``) holds the issue ``FOR NO KEY UPDATE``, then
-      updates the lease row: so the issue is taken ``NOWAIT`` while the lease share
-      is held, and if it is locked, ``IssueLocked`` rolls everything back for the
-      caller to wait for the issue alone and try again.
-
-    SQLite: ``BEGIN IMMEDIATE`` made this transaction the only writer.
-    """
-    if lease_fence(issue_id, lock=True) != fence:
+    keep it so for the rest of the transaction. Call it first in the transaction:
+    it takes the lease row before the issue (``coordination.services.locking`` says
+    why that order, and why the issue is asked for ``NOWAIT``); ``IssueLocked``
+    means roll back, wait for the issue alone and try again."""
+    if share_lease_fence(issue_id) != fence:
         raise stale_fence(issue_id=issue_id, fence=fence)
-    if connection.vendor != "postgresql":
-        return
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:  # a savepoint
-            cursor.execute(f"SELECT id FROM {ISSUE} WHERE id = %s FOR SHARE NOWAIT", [issue_id])
-    except OperationalError as error:
-        cause = error.__cause__
-        if getattr(cause, "sqlstate", None) == LOCK_NOT_AVAILABLE:
-            raise IssueLocked(issue_id) from None
-        raise
-
-
-def wait_for_issue(issue_id: int) -> None:
-    """Wait, holding nothing else, until whoever locked the issue row commits."""
-    with transaction.atomic():
-        share_lock_issue(issue_id)
+    share_issue_nowait(issue_id)
 
 
 def stale_fence(*, issue_id: int, fence: int) -> StaleFence:

@@ -10,21 +10,23 @@ before that transaction commits.
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from coordination.models import Workspace
+from coordination.services import sql
+from coordination.services.rows import execute
 
-UNLOCK_TABLE = "projektor_log_unlock"
+UNLOCK_TABLE = sql.LOG_UNLOCK
 EVERY_WORKSPACE = 0
 
 
 @contextmanager
 def unlocked(workspace_id: int) -> Iterator[None]:
     # On an error the transaction rolls back, and the unlock row with it.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {UNLOCK_TABLE} (workspace_id) VALUES (%s)", [workspace_id])
+    with transaction.atomic():
+        execute(sql.open_log_door(workspace_id=workspace_id))
         yield
-        cursor.execute(f"DELETE FROM {UNLOCK_TABLE} WHERE workspace_id = %s", [workspace_id])
+        execute(sql.close_log_door(workspace_id=workspace_id))
 
 
 def delete_workspace(workspace: Workspace) -> None:

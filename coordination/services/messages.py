@@ -3,6 +3,7 @@
 instead of a post nobody will ever read."""
 
 import re
+from collections.abc import Sequence
 
 from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
@@ -82,3 +83,44 @@ def record_message(
         agent_id=session.agent_id if session is not None else None,
     )
     return selectors.messages(workspace).get(pk=message.pk)
+
+
+def announce_override(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    session: AgentSession | None,
+    taken: Sequence[tuple[str, int, str | None]],
+) -> None:
+    """Tell everyone concerned by a forced claim at once, not at their next failed
+    write (invariant 5): the claiming issue (whose files it took), each displaced
+    issue and each displaced agent (which of its paths, by which issue and agent).
+    ``taken`` lists ``(path, displaced issue, displaced agent name)``."""
+    taker = session.agent.name if session is not None else None
+    by = f"issue {issue_id}" + (f" ({taker})" if taker else "")
+    lost: dict[int, list[str]] = {}
+    for path, displaced, _ in taken:
+        lost.setdefault(displaced, []).append(path)
+    parts = [
+        f"issue {displaced} ({len(paths)} path{'s' if len(paths) > 1 else ''}: {', '.join(paths)})"
+        for displaced, paths in sorted(lost.items())
+    ]
+    posts = {
+        issue_scope(issue_id): f"Issue {issue_id} took file claims by force from "
+        + "; ".join(parts)
+        + "."
+    }
+    for displaced, paths in sorted(lost.items()):
+        posts[issue_scope(displaced)] = (
+            f"{by} took by force the file claims of issue {displaced} on: {', '.join(paths)}."
+        )
+    by_agent: dict[str, list[str]] = {}
+    for path, displaced, agent in taken:
+        if agent is not None:
+            by_agent.setdefault(agent, []).append(f"{path} (issue {displaced})")
+    for name, paths in sorted(by_agent.items()):
+        posts[f"agent:{name}"] = f"{by} took by force your file claims on: {', '.join(paths)}."
+    for scope, body in posts.items():
+        if len(body) > MAX_BODY_CHARS:
+            body = body[: MAX_BODY_CHARS - 1] + "…"
+        record_message(workspace=workspace, scope=scope, body=body, session=session)

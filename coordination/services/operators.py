@@ -84,10 +84,7 @@ def force_release_file_claims(*, claims: QuerySet[FileClaim], operator: str) -> 
     for issue_id, pks in pending.items():
         issue = issues[issue_id]
         with transaction.atomic():
-            # A plain queryset by id: the admin's carries outer joins FOR UPDATE refuses.
-            released = file_claims.release_claims(
-                FileClaim.objects.filter(pk__in=pks), ReleaseReason.OVERRIDDEN
-            )
+            released = file_claims.release_claims(reason=ReleaseReason.OVERRIDDEN, ids=pks)
             if released:
                 tell_issue(
                     issue,

@@ -14,6 +14,8 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.core.cache.backends.redis import RedisCache
 from django.db import connections, router
 
+from coordination.services import sql
+
 logger = logging.getLogger(__name__)
 
 CACHE_ALIAS = "throttle"
@@ -76,19 +78,13 @@ def _hit_database(cache: BaseDatabaseCache, key: str, ttl: int) -> int:
     )
     # The one statement the counter's atomicity rests on (see the module docstring).
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (cache_key, value, expires) VALUES (%s, '1', %s) "
-            f"ON CONFLICT (cache_key) DO UPDATE "
-            f"SET value = CAST(CAST({table}.value AS INTEGER) + 1 AS TEXT) "
-            f"RETURNING value",
-            [cache.make_key(key), expires],
-        )
+        cursor.execute(*sql.count_hit(quoted_table=table, key=cache.make_key(key), expires=expires))
         count = int(cursor.fetchone()[0])
         if count == 1:  # a new window: forget the ended ones
-            cursor.execute(
-                f"DELETE FROM {table} WHERE expires < %s",
-                [connection.ops.adapt_datetimefield_value(datetime.fromtimestamp(now, tz=UTC))],
+            now_value = connection.ops.adapt_datetimefield_value(
+                datetime.fromtimestamp(now, tz=UTC)
             )
+            cursor.execute(*sql.forget_ended_windows(quoted_table=table, now=now_value))
     return count
 
 

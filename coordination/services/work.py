@@ -31,6 +31,7 @@ from coordination.models import (
     ReleaseReason,
     Workspace,
 )
+from coordination.paths import MAX_PATHS, checked_paths
 from coordination.services import agents, file_claims, leases, messages, workflow
 from coordination.services.common import release_unreleased
 
@@ -62,7 +63,7 @@ def start_work(
 ) -> Started:
     issue = selectors.get_issue(workspace, issue_id)
     if paths:
-        file_claims.checked_paths(paths)  # a bad path is a 400 before anything starts
+        checked_paths(paths, limit=MAX_PATHS)  # a bad path is a 400 before anything starts
     # The identity outlives a failed start (it is who the logs name); its session not.
     agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
     try:
@@ -168,7 +169,7 @@ def finish_work(
         )
         # A close has released them already (issue_closed); otherwise release them now.
         file_claims.release_claims(
-            FileClaim.objects.filter(issue=issue, session=session), ReleaseReason.RELEASED
+            reason=ReleaseReason.RELEASED, issue_id=issue.pk, session_id=session.pk
         )
         # Compare-and-set: a lease reclaimed meanwhile undoes the whole finish.
         if not release_unreleased(held, ReleaseReason.RELEASED) and to not in Issue.CLOSED_STATUSES:

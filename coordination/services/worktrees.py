@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, assert_never
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from coordination import selectors
 from coordination.errors import (
@@ -22,7 +22,7 @@ from coordination.errors import (
     WorktreeBusy,
     WorktreeUnresolved,
 )
-from coordination.liveness import DbNow, db_now_sql
+from coordination.liveness import DbNow
 from coordination.models import (
     Agent,
     AgentSession,
@@ -34,12 +34,10 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import leases
+from coordination.services import leases, sql
 from coordination.services.common import release_if_holder_dead, release_unreleased
-
-LOCK = WorktreeLock._meta.db_table
-WORKTREE = Worktree._meta.db_table
-
+from coordination.services.locking import lock_worktree
+from coordination.services.rows import dialect, fetchone
 
 # --- worktrees ----------------------------------------------------------------
 
@@ -148,25 +146,16 @@ def insert_lock(*, workspace_id: int, worktree_id: int, session_id: int, run_id:
     A counter on the worktree row would need that row lock too, plus a rebuild of a
     guarded table on SQLite (0003), for nothing more.
     """
-    assert connection.in_atomic_block, "the worktree row lock must last until commit"
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT id FROM {WORKTREE} WHERE id = %s FOR NO KEY UPDATE", [worktree_id]
-            )
-        cursor.execute(
-            f"""
-            INSERT INTO {LOCK} (workspace_id, worktree_id, session_id, run_id,
-                                acquired_at, release_reason, fence)
-            VALUES (%s, %s, %s, %s, {db_now_sql()}, '',
-                    (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LOCK} f
-                     WHERE f.worktree_id = %s))
-            ON CONFLICT (worktree_id) WHERE released_at IS NULL DO NOTHING
-            RETURNING id
-            """,
-            [workspace_id, worktree_id, session_id, run_id, worktree_id],
+    lock_worktree(worktree_id)
+    row = fetchone(
+        sql.insert_worktree_lock(
+            dialect(),
+            workspace_id=workspace_id,
+            worktree_id=worktree_id,
+            session_id=session_id,
+            run_id=run_id,
         )
-        row = cursor.fetchone()
+    )
     return row[0] if row else None
 
 

@@ -19,6 +19,7 @@ from coordination.models import (
     ReleaseReason,
 )
 from coordination.services import agents, file_claims, leases, workflow
+from coordination.services.file_claims import claim as claiming
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
@@ -334,7 +335,7 @@ def test_a_lost_insert_race_rolls_the_attempt_back_and_retries(
     dead = make_session("dead")
     claim(dead_issue, ["a.py"], dead)
     expire(dead)
-    real_insert = file_claims.insert_claims
+    real_insert = claiming.insert_claims
     calls = []
 
     def lose_first(**kwargs):
@@ -342,7 +343,7 @@ def test_a_lost_insert_race_rolls_the_attempt_back_and_retries(
         ids = real_insert(**kwargs)
         return ids[1:] if len(calls) == 1 else ids
 
-    monkeypatch.setattr(file_claims, "insert_claims", lose_first)
+    monkeypatch.setattr(claiming, "insert_claims", lose_first)
 
     result = claim(issue, ["a.py", "b.py"], make_session("me"))
 
@@ -355,7 +356,7 @@ def test_a_lost_insert_race_rolls_the_attempt_back_and_retries(
 def test_a_race_lost_on_every_attempt_is_a_conflict_and_claims_nothing(
     claim, issue, make_session, monkeypatch
 ):
-    monkeypatch.setattr(file_claims, "insert_claims", lambda **kwargs: [])
+    monkeypatch.setattr(claiming, "insert_claims", lambda **kwargs: [])
 
     with pytest.raises(FileConflict) as caught:
         claim(issue, ["a.py", "b.py"], make_session("me"))

@@ -1,0 +1,38 @@
+"""File claims: path-level reservations against an issue (invariants 4-8).
+
+Issue leases stop two agents from taking one ticket; file claims stop two agents on
+different tickets from editing one file. The tiers are independent: a claim names an
+issue, but its claimer need not hold that issue's lease. ``claim`` takes them,
+``release`` gives them back, ``check`` says what a claim would refuse.
+"""
+
+from coordination.paths import MAX_CHECK_PATHS, MAX_PATHS
+from coordination.services.file_claims.check import check_files
+from coordination.services.file_claims.claim import (
+    ClaimedFiles,
+    Holder,
+    claim_files,
+    file_conflict,
+    log_conflicts,
+)
+from coordination.services.file_claims.release import (
+    release_claims,
+    release_files,
+    release_issue_claims,
+    release_session_claims,
+)
+
+__all__ = [
+    "MAX_CHECK_PATHS",
+    "MAX_PATHS",
+    "ClaimedFiles",
+    "Holder",
+    "check_files",
+    "claim_files",
+    "file_conflict",
+    "log_conflicts",
+    "release_claims",
+    "release_files",
+    "release_issue_claims",
+    "release_session_claims",
+]

@@ -1,0 +1,70 @@
+"""Releasing file claims: one path-ordered statement for every kind of release."""
+
+from collections.abc import Sequence
+
+from coordination import selectors
+from coordination.models import AgentSession, Issue, ReleaseReason, Workspace
+from coordination.paths import MAX_PATHS, checked_paths
+from coordination.services import sql
+from coordination.services.rows import dialect, fetchall
+
+
+def release_claims(
+    *,
+    reason: str,
+    workspace_id: int | None = None,
+    issue_id: int | None = None,
+    session_id: int | None = None,
+    paths: list[str] | None = None,
+    ids: list[int] | None = None,
+) -> list[str]:
+    """Release, with ``reason``, the unreleased claims that match every filter given;
+    return their paths, sorted. The rows are locked in path order (the order claimers
+    lock them in), so a release and a claim of the same paths queue instead of
+    deadlocking (``coordination.services.locking``)."""
+    statement = sql.release_claims(
+        dialect(),
+        reason=reason,
+        workspace_id=workspace_id,
+        issue_id=issue_id,
+        session_id=session_id,
+        paths=paths,
+        ids=ids,
+    )
+    return sorted(path for (path,) in fetchall(statement))
+
+
+def release_files(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    paths: Sequence[str] | None = None,
+    session_id: int | None = None,
+) -> list[str]:
+    """Release the issue's claims as ``released``: on ``paths`` (all if None), and
+    only ``session``'s when given. Paths the issue does not hold are ignored.
+
+    One statement; the issue and session are looked up only when nothing was
+    released, to tell "nothing held" from "no such issue or session".
+    """
+    wanted = checked_paths(paths, limit=MAX_PATHS) if paths is not None else None
+    released = release_claims(
+        reason=ReleaseReason.RELEASED,
+        workspace_id=workspace.pk,
+        issue_id=issue_id,
+        session_id=session_id,
+        paths=wanted,
+    )
+    if not released:
+        selectors.get_issue(workspace, issue_id)
+        if session_id is not None:
+            selectors.get_session(workspace, session_id)
+    return released
+
+
+def release_session_claims(*, session: AgentSession, reason: str) -> int:
+    return len(release_claims(reason=reason, session_id=session.pk))
+
+
+def release_issue_claims(*, issue: Issue, reason: str) -> int:
+    return len(release_claims(reason=reason, issue_id=issue.pk))

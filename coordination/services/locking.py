@@ -1,0 +1,160 @@
+"""The lock helpers, and the one account of the order in which operations take locks.
+
+SQLite opens every transaction with ``BEGIN IMMEDIATE``: writers are serialised
+already, so every row and advisory lock below is PostgreSQL's (READ COMMITTED), and
+each helper only reads there. On PostgreSQL the locks are taken in this global
+order, from coarse to fine:
+
+    project row → lease row → issue row → path advisory locks (ascending key)
+    → claim rows (ascending path) → worktree row → worktree-lock row
+
+Per operation (→ = "then, holding what came before"):
+
+============================  =====================================================
+operation                     locks, in order
+============================  =====================================================
+lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3)
+(``leases.claim_issue``)      → issue ``FOR SHARE`` (ordered against a close)
+                              → a dead holder's lease row (its reclaim UPDATE)
+file claim                    [with a fence: lease row ``FOR SHARE`` → issue
+(``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory lock per path, by key
+                              → claiming and holding issues ``FOR SHARE``, by id
+                              → holders' claim rows ``FOR UPDATE``, by path
+release of claims             claim rows ``FOR UPDATE``, by path (one statement)
+transition / close            issue ``FOR NO KEY UPDATE`` → its lease row → its claim
+(``workflow.transition_issue``) rows, by path
+start_work                    lease claim → file claim → transition (all one
+                              transaction; the project lock queues two starts of one
+                              project, so no two hold the same issue share)
+finish_work                   issue ``FOR NO KEY UPDATE`` (transition) → claim rows by
+                              path → lease row (compare-and-set) → the session's rows
+end_session                   session row → lease rows → claim rows by path
+                              → worktree-lock rows
+run dispatch                  lease claim (its own transaction) → worktree row ``FOR NO
+(``worktrees.dispatch_run``)  KEY UPDATE`` → worktree-lock row
+heartbeat                     the session row only
+============================  =====================================================
+
+Why no cycle can form:
+
+- Claimers of overlapping path sets take advisory locks in ascending key order, so
+  the first to take the lowest shared key goes first, and the other waits holding
+  no issue or claim lock. Claim rows are always locked in path order, by claimers
+  and releasers alike.
+- Issue locks a claim takes are shares: claimers never wait on each other there. A
+  close waits for the shares, and the shares are taken before any claim row, so a
+  claimer waiting on a claim row the close holds has nothing the close waits for.
+- Two operations hold a lease row before their issue's strongest lock. A
+  ``start_work`` that reclaims a dead holder's lease updates the lease row, then
+  moves its issue (``FOR NO KEY UPDATE``): a fenced file claim, which takes the
+  lease row first of all, waits for it holding nothing, not even the issue. A close
+  holds the issue ``FOR NO KEY UPDATE`` and then updates the lease row: so the
+  fenced claim, holding the lease row's share, asks for the issue ``NOWAIT`` and, if
+  it is locked, rolls back, waits for the issue alone (``wait_for_issue``) and tries
+  again.
+- The fence numbers of leases and worktree locks need the project row and the
+  worktree row respectively: every inserter of a number queues on them.
+"""
+
+import hashlib
+
+from django.db import OperationalError, connection, transaction
+
+from coordination.errors import NotFound
+from coordination.services import sql
+from coordination.services.rows import dialect, fetchall, fetchone
+
+# The first half of every two-part advisory key: one namespace per kind of lock, so
+# they never meet each other or another application's advisory locks (netbox's
+# ADVISORY_LOCK_KEYS habit).
+ADVISORY_LOCK_KEYS = {
+    "file_claim_path": 0x50464C,  # "PFL"
+}
+
+# PostgreSQL's lock_not_available, raised by NOWAIT.
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+class IssueLocked(Exception):
+    """The issue's row is locked for a change (a close, a transition): the caller
+    rolls back, waits for that lock alone (``wait_for_issue``) and tries again."""
+
+
+def path_lock_key(workspace_id: int, path: str) -> int:
+    """A stable signed 32-bit key per (workspace, path); a collision only serialises
+    two unrelated paths, it never lets two claimers of one path through."""
+    digest = hashlib.blake2b(f"{workspace_id}/{path}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def lock_project(project_id: int) -> int:
+    """Serialise admission per project until commit (invariant 3): under READ
+    COMMITTED two claimers would each count ``cap - 1`` live leases and both insert.
+    Returns the WIP limit, read under the lock."""
+    row = fetchone(sql.project_wip_limit(dialect(), project_id=project_id))
+    assert row is not None  # the issue pointing at it was just read
+    return int(row[0])
+
+
+def share_lock_issue(issue_id: int) -> str:
+    """The issue's status, read under a share lock: a lease or claim can never be
+    admitted on an issue whose close is committing (it would outlive the close)."""
+    row = fetchone(sql.issue_status(dialect(), issue_id=issue_id, share=True))
+    if row is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return str(row[0])
+
+
+def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> str:
+    """Invariant 5 under READ COMMITTED: serialise claimers per path, deadlock-free,
+    then share-lock the claiming and the holding issues. Returns the claiming issue's
+    status, read under the lock; 404 if it was deleted since."""
+    if not dialect().postgres:
+        rows = fetchall(sql.claim_issue_status(issue_id=issue_id))
+    else:
+        keys = sorted({path_lock_key(workspace_id, path) for path in paths})
+        namespace = ADVISORY_LOCK_KEYS["file_claim_path"]
+        fetchall(sql.advisory_locks(namespace=namespace, keys=keys))
+        rows = fetchall(
+            sql.share_claim_issues(workspace_id=workspace_id, issue_id=issue_id, paths=paths)
+        )
+    status = dict(rows).get(issue_id)
+    if status is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return str(status)
+
+
+def share_lease_fence(issue_id: int) -> int | None:
+    """The fence of the issue's unreleased lease, its row ``FOR SHARE`` until commit:
+    a reclaim, release or close (which UPDATE it) waits, so the fence stays current.
+    If one of them is committing, this waits and re-checks ``released_at IS NULL`` on
+    the new row: it then finds no lease, never the old fence."""
+    row = fetchone(sql.lease_fence(dialect(), issue_id=issue_id, share=True))
+    return int(row[0]) if row else None
+
+
+def share_issue_nowait(issue_id: int) -> None:
+    """After ``share_lease_fence``: the issue ``FOR SHARE``, or ``IssueLocked`` if a
+    change holds it (that change takes the lease row next: waiting would be a cycle)."""
+    if not dialect().postgres:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: the failed lock leaves the rest intact
+            fetchone(sql.share_issue_nowait(issue_id=issue_id))
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+            raise IssueLocked(issue_id) from None
+        raise
+
+
+def wait_for_issue(issue_id: int) -> None:
+    """Wait, holding nothing else, until whoever locked the issue row commits."""
+    with transaction.atomic():
+        share_lock_issue(issue_id)
+
+
+def lock_worktree(worktree_id: int) -> None:
+    """Queue the inserters of one worktree's lock (its fence is never reused)."""
+    assert connection.in_atomic_block, "the worktree row lock must last until commit"
+    if dialect().postgres:
+        fetchone(sql.lock_worktree_row(worktree_id=worktree_id))
