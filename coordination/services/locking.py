@@ -6,7 +6,7 @@ each helper only reads there. On PostgreSQL the locks are taken in this global
 order, from coarse to fine:
 
     project row → lease row → issue row → path advisory locks (ascending key)
-    → claim rows (ascending path) → worktree row → worktree-lock row
+    → claim rows (ascending path) → worktree row → run row → worktree-lock row
 
 Per operation (→ = "then, holding what came before"):
 
@@ -32,6 +32,7 @@ end_session                   session row → lease rows → claim rows by path
                               → worktree-lock rows
 run dispatch                  lease claim (its own transaction) → worktree row ``FOR NO
 (``worktrees.dispatch_run``)  KEY UPDATE`` → worktree-lock row
+finish_run / operator force   run row → worktree-lock row
 heartbeat                     the session row only
 ============================  =====================================================
 

@@ -102,16 +102,18 @@ def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str
     outcome = Outcome()
     for lock in locks.select_related("worktree", "run__issue__workspace").order_by("pk"):
         name = f"lock on worktree {lock.worktree.slug}"
+        reason = f"Worktree {lock.worktree.slug!r} was force-released by operator {operator}."
         with transaction.atomic():
-            if not release_unreleased(
-                WorktreeLock.objects.filter(pk=lock.pk), ReleaseReason.OVERRIDDEN
-            ):
-                outcome.refused.append(f"{name}: already released")
-                continue
-            reason = f"Worktree {lock.worktree.slug!r} was force-released by operator {operator}."
+            # The run before its lock: the order finish_run takes them in (locking).
             cancelled = lock.run_id is not None and Run.objects.filter(
                 pk=lock.run_id, status=Run.Status.RUNNING
             ).update(status=Run.Status.CANCELLED, error_detail=reason, finished_at=DbNow())
+            if not release_unreleased(
+                WorktreeLock.objects.filter(pk=lock.pk), ReleaseReason.OVERRIDDEN
+            ):
+                transaction.set_rollback(True)  # nothing to force: the run stays as it was
+                outcome.refused.append(f"{name}: already released")
+                continue
             if lock.run is not None:
                 tell_issue(
                     lock.run.issue,
