@@ -40,12 +40,13 @@ Left out, on purpose:
 - branches the bench never takes: reclaiming a dead holder, the WIP-cap denial
   record, retries after a lost race, ``force``, fences.
 
-Liveness and the clock use the raw-SQL forms of ``coordination.liveness``
-(``live_session_sql``, ``db_now_sql``), built by the command and passed in: this
-module must not import Django. (On SQLite the ORM's own form of the predicate calls a
-Python function registered on Django's connection, ``django_format_dtdelta``; the raw
-form compares the same ISO text without it.) The command checks these statements
-against the services by their count: a mismatch is reported as a note.
+The services' hand-written statements (the key lookup, the heartbeat, the lease's
+locks and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
+release) are not copied here: they are built by the same ``coordination.services.sql``
+builders the services call, which import nothing from Django, so this process never
+does. The statements the services leave to the ORM (lookups, the lists) are written
+out below as the ORM sends them. The command counts each request's statements on both
+sides and fails the run when they differ: this module has to follow the services.
 """
 
 from __future__ import annotations
@@ -57,61 +58,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordination.benchmark.workload import AgentPlan, run_agent
+from coordination.services import sql
 
-# The columns Django selects for each model (checked against the models by the
-# command before any run, so a schema change cannot silently skew the ceiling).
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "coordination_apikey": (
-        "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
-    ),
-    "coordination_workspace": ("id", "slug", "name", "created_at"),
-    "agent_sessions": (
-        "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
-        "ended_at",
-    ),
-    "coordination_agent": (
-        "id", "workspace_id", "name", "role", "department", "worktree_id", "created_at",
-    ),
-    "coordination_worktree": ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
-    "coordination_issue": (
-        "id", "workspace_id", "project_id", "title", "description", "status", "priority",
-        "report", "requires_filesystem", "worktree_id", "assignee_id", "created_at",
-        "updated_at",
-    ),
-    "coordination_project": (
-        "id", "workspace_id", "key", "name", "agent_wip_limit", "primary_worktree_id",
-        "created_at",
-    ),
-    "issue_leases": (
-        "id", "workspace_id", "issue_id", "session_id", "agent_id", "acquired_at",
-        "released_at", "release_reason", "fence",
-    ),
-    "issue_file_claims": (
-        "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
-        "released_at", "release_reason",
-    ),
-}  # fmt: skip
 PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
 CLOSED_STATUSES = ("done", "cancelled")
 
 
 def cols(table: str, alias: str) -> str:
-    return ", ".join(f"{alias}.{column}" for column in COLUMNS[table])
+    return sql.columns(table, alias)
 
 
-# The services' own SQL reads fewer columns than the ORM would.
-KEY_SHOWN = cols("coordination_apikey", "k")  # keys.KEY_COLUMNS: every column
-WORKSPACE_SHOWN = cols("coordination_workspace", "w")  # keys.WORKSPACE_COLUMNS: every one
-AGENT_SHOWN = "a.id, a.workspace_id, a.name, a.role, a.department, a.worktree_id"
-WORKTREE_SHOWN = "w.id, w.workspace_id, w.slug"  # agents.WORKTREE_COLUMNS
-CLAIM_RETURNED = ", ".join(COLUMNS["issue_file_claims"])  # file_claims.CLAIM_COLUMNS
-SESSION = cols("agent_sessions", "s")
-AGENT = cols("coordination_agent", "a")
-WORKTREE = cols("coordination_worktree", "wt")
-ISSUE = cols("coordination_issue", "i")
-PROJECT = cols("coordination_project", "p")
-LEASE = cols("issue_leases", "l")
-CLAIM = cols("issue_file_claims", "c")
+# The ORM's statements select every column of each model.
+SESSION = cols(sql.SESSION, "s")
+AGENT = cols(sql.AGENT, "a")
+WORKTREE = cols(sql.WORKTREE, "wt")
+ISSUE = cols(sql.ISSUE, "i")
+PROJECT = cols(sql.PROJECT, "p")
+LEASE = cols(sql.LEASE, "l")
 
 
 @dataclass(frozen=True)
@@ -119,14 +82,11 @@ class DirectTarget:
     """Where and how a direct client connects, and the SQL fragments it needs from
     Django (built by the command, so this process never imports it)."""
 
-    vendor: str  # "postgresql" or "sqlite"
+    dialect: sql.Dialect  # the services' (coordination.liveness.dialect())
     connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
-    now_sql: str  # coordination.liveness.db_now_sql()
-    # coordination.liveness.live_session_sql("{alias}"): the alias is filled in here.
-    live_sql: str
     key_hash: str  # coordination.models.hash_api_key(raw key)
-    advisory_class: int  # file_claims.ADVISORY_CLASS
-    # file_claims.path_lock_key(workspace, path) for every path an agent may claim.
+    advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
+    # locking.path_lock_key(workspace, path) for every path an agent may claim.
     lock_keys: dict[str, int] = field(default_factory=dict)
     client_side_binding: bool = True  # Django's default cursor (ClientCursor)
     prepare_threshold: int | None = None  # Django's default: no prepared statements
@@ -147,37 +107,38 @@ class DirectDriver:
     def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
         self.plan = plan
         self.target = target
-        self.postgres = target.vendor == "postgresql"
+        self.dialect = target.dialect
+        self.postgres = target.dialect.postgres
         self.connection: Any = None
         self.sent = 0
         self.session_id = 0
         self.workspace_id = plan.workspace_id
         self.translated: dict[str, str] = {}
-        self.now = target.now_sql
-        live = self.live = self.live_of("s")
+        self.now = self.dialect.now()
+        live = self.live = self.dialect.live("s")
         # Liveness as the ORM writes its annotations: CASE WHEN ... END.
         self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
         self.lease_live = f"CASE WHEN l.released_at IS NULL AND {live} THEN TRUE ELSE FALSE END"
 
     # --- plumbing ----------------------------------------------------------------------
 
-    def live_of(self, alias: str) -> str:
-        """The liveness predicate on the session row ``alias``."""
-        return self.target.live_sql.replace("{alias}", alias)
-
     def lock(self, clause: str) -> str:
         """A row-lock clause on PostgreSQL; nothing on SQLite (BEGIN IMMEDIATE)."""
         return f" {clause}" if self.postgres else ""
 
-    def run(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def run(self, text: str, params: Sequence[Any] = ()) -> Any:
         """Execute one statement (``%s`` placeholders, ``%%`` for ``%``); return the cursor."""
         self.sent += 1
         if self.postgres:
-            return self.connection.execute(sql, params)
-        query = self.translated.get(sql)
+            return self.connection.execute(text, params)
+        query = self.translated.get(text)
         if query is None:
-            query = self.translated[sql] = sql.replace("%s", "?").replace("%%", "%")
+            query = self.translated[text] = text.replace("%s", "?").replace("%%", "%")
         return self.connection.execute(query, params)
+
+    def send(self, statement: sql.Statement) -> Any:
+        """Execute one of the services' own statements."""
+        return self.run(*statement)
 
     def begin(self) -> None:
         self.run("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
@@ -198,10 +159,6 @@ class DirectDriver:
             self.rollback()
             raise
         self.commit()
-
-    @staticmethod
-    def placeholders(values: Sequence[Any]) -> str:
-        return ", ".join(["%s"] * len(values))
 
     def statements(self) -> int:
         return self.sent
@@ -255,12 +212,7 @@ class DirectDriver:
 
     def active_key(self) -> None:
         """keys.active_key: every request starts with it."""
-        row = self.run(
-            f"SELECT {KEY_SHOWN}, {WORKSPACE_SHOWN} FROM coordination_apikey k"
-            " JOIN coordination_workspace w ON w.id = k.workspace_id"
-            " WHERE k.key_hash = %s AND k.revoked_at IS NULL",
-            [self.target.key_hash],
-        ).fetchone()
+        row = self.send(sql.active_key(self.target.key_hash)).fetchone()
         if row is None:
             raise Refused("401")
 
@@ -289,10 +241,7 @@ class DirectDriver:
 
     def is_live(self) -> None:
         """selectors.is_live, asked inside the claim transactions."""
-        row = self.run(
-            f"SELECT 1 FROM agent_sessions s WHERE s.id = %s AND {self.live}",
-            [self.session_id],
-        ).fetchone()
+        row = self.send(sql.session_is_live(self.dialect, session_id=self.session_id)).fetchone()
         if row is None:
             raise Refused("409 session_not_live")
 
@@ -303,31 +252,18 @@ class DirectDriver:
 
     def heartbeat_session(self) -> str:
         """agents.heartbeat_session: on PostgreSQL one UPDATE that returns the session
-        as the API shows it (``shown_columns``); on SQLite the UPDATE, then that read."""
+        as the API shows it; on SQLite the UPDATE, then that read."""
         self.active_key()
-        sessions = "agent_sessions"
-        shown = (
-            f"{cols(sessions, sessions)}, {self.live_of(sessions)}, {AGENT_SHOWN}, {WORKTREE_SHOWN}"
+        beat = sql.heartbeat(
+            self.dialect, workspace_id=self.workspace_id, session_id=self.session_id
         )
-        beat = f"UPDATE {sessions} SET last_heartbeat_at = {self.now}"
-        match = f"{sessions}.workspace_id = %s AND {sessions}.id = %s AND {sessions}.status = %s"
-        params = [self.workspace_id, self.session_id, "active"]
         if self.postgres:
-            row = self.run(
-                f"{beat} FROM coordination_agent a"
-                " LEFT JOIN coordination_worktree w ON w.id = a.worktree_id"
-                f" WHERE a.id = {sessions}.agent_id AND {match} RETURNING {shown}",
-                params,
-            ).fetchone()
+            row = self.send(beat).fetchone()
         else:
             row = None
-            if self.run(f"{beat} WHERE {match}", params).rowcount:
-                row = self.run(
-                    f"SELECT {shown} FROM {sessions}"
-                    f" JOIN coordination_agent a ON a.id = {sessions}.agent_id"
-                    f" LEFT JOIN coordination_worktree w ON w.id = a.worktree_id"
-                    f" WHERE {sessions}.id = %s",
-                    [self.session_id],
+            if self.send(beat).rowcount:
+                row = self.send(
+                    sql.shown_session(self.dialect, session_id=self.session_id)
                 ).fetchone()
         if row is None:
             raise Refused("409 session_ended")
@@ -360,14 +296,11 @@ class DirectDriver:
 
     def admit_lease(self, project_id: int) -> int:
         """The transaction of leases.claim_issue; returns the new lease's id."""
-        (limit,) = self.run(  # leases.lock_project
-            "SELECT agent_wip_limit FROM coordination_project WHERE id = %s"
-            + self.lock("FOR NO KEY UPDATE"),
-            [project_id],
+        (limit,) = self.send(  # locking.lock_project
+            sql.project_wip_limit(self.dialect, project_id=project_id)
         ).fetchone()
-        (status,) = self.run(  # leases.share_lock_issue
-            "SELECT status FROM coordination_issue WHERE id = %s" + self.lock("FOR SHARE"),
-            [self.plan.issue_id],
+        (status,) = self.send(  # locking.share_lock_issue
+            sql.issue_status(self.dialect, issue_id=self.plan.issue_id, share=True)
         ).fetchone()
         if status in CLOSED_STATUSES:
             raise Refused("409 invalid_transition")
@@ -381,30 +314,16 @@ class DirectDriver:
         ).fetchone()
         if current is not None:
             raise Refused("409 lease_held")  # the bench's agents never share an issue
-        row = self.run(  # leases.insert_lease_within_cap
-            f"""
-            INSERT INTO issue_leases (workspace_id, issue_id, session_id, agent_id,
-                                      acquired_at, release_reason, fence)
-            SELECT %s, %s, %s, %s, {self.now}, '',
-                   (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM issue_leases f
-                    WHERE f.issue_id = %s)
-            WHERE (SELECT count(*) FROM issue_leases l
-                   JOIN coordination_issue i ON i.id = l.issue_id
-                   JOIN agent_sessions s ON s.id = l.session_id
-                   WHERE i.project_id = %s AND l.released_at IS NULL
-                     AND {self.live}) < %s
-            ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
-            RETURNING id
-            """,
-            [
-                self.workspace_id,
-                self.plan.issue_id,
-                self.session_id,
-                self.plan.agent_id,
-                self.plan.issue_id,
-                project_id,
-                limit,
-            ],
+        row = self.send(  # leases.insert_lease_within_cap
+            sql.insert_lease_within_cap(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=self.plan.issue_id,
+                session_id=self.session_id,
+                agent_id=self.plan.agent_id,
+                project_id=project_id,
+                limit=limit,
+            )
         ).fetchone()
         if row is None:
             raise Refused("409 wip_limit_reached")
@@ -443,10 +362,8 @@ class DirectDriver:
     def claim_paths(self, paths: list[str]) -> str:
         """file_claims.claim_files: the issue lookup, then one attempt."""
         self.active_key()
-        row = self.run(  # file_claims.existing_issue
-            "SELECT id, workspace_id, status FROM coordination_issue"
-            " WHERE id = %s AND workspace_id = %s",
-            [self.plan.issue_id, self.workspace_id],
+        row = self.send(  # file_claims.existing_issue
+            sql.workspace_issue(workspace_id=self.workspace_id, issue_id=self.plan.issue_id)
         ).fetchone()
         if row is None:
             raise Refused("404")
@@ -456,11 +373,10 @@ class DirectDriver:
     def attempt_claim(self, paths: list[str]) -> str:
         """The transaction of file_claims._attempt (no force, no fence)."""
         issue_id = self.plan.issue_id
-        row = self.run(  # file_claims.claimer_session: the session, if it is live
-            f"SELECT s.id, s.workspace_id, s.agent_id, s.status, a.name, {self.live}"
-            " FROM agent_sessions s JOIN coordination_agent a ON a.id = s.agent_id"
-            " WHERE s.id = %s AND s.workspace_id = %s",
-            [self.session_id, self.workspace_id],
+        row = self.send(  # file_claims.claimer_session: the session, if it is live
+            sql.claimer_session(
+                self.dialect, workspace_id=self.workspace_id, session_id=self.session_id
+            )
         ).fetchone()
         if row is None:
             raise Refused("400")
@@ -469,14 +385,8 @@ class DirectDriver:
         status = self.lock_paths_and_issues(paths)
         if status in CLOSED_STATUSES:
             raise Refused("409 invalid_transition")
-        holders = self.run(  # file_claims.locked_holders
-            f"SELECT {CLAIM}, a.name, {self.live}"
-            " FROM issue_file_claims c LEFT JOIN agent_sessions s ON s.id = c.session_id"
-            " LEFT JOIN coordination_agent a ON a.id = c.agent_id"
-            " WHERE c.workspace_id = %s AND c.released_at IS NULL"
-            f" AND c.path IN ({self.placeholders(paths)}) ORDER BY c.path"
-            + self.lock("FOR UPDATE OF c"),
-            [self.workspace_id, *paths],
+        holders = self.send(  # file_claims.locked_holders
+            sql.locked_holders(self.dialect, workspace_id=self.workspace_id, paths=paths)
         ).fetchall()
         # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.
         contested = [row for row in holders if row[2] != issue_id and (row[3] is None or row[-1])]
@@ -485,16 +395,15 @@ class DirectDriver:
             self.log_conflicts(contested)
             return "conflict"  # committed: the conflict log stays, nothing else changed
         fresh = [path for path in paths if path not in kept]
-        rows = ", ".join([f"(%s, %s, %s, %s, %s, {self.now}, '')"] * len(fresh))
-        params: list[Any] = []
-        for path in fresh:
-            params += [self.workspace_id, issue_id, self.session_id, self.plan.agent_id, path]
-        inserted = self.run(  # file_claims.insert_claims
-            "INSERT INTO issue_file_claims (workspace_id, issue_id, session_id, agent_id,"
-            f" path, claimed_at, release_reason) VALUES {rows}"
-            " ON CONFLICT (workspace_id, path) WHERE released_at IS NULL DO NOTHING"
-            f" RETURNING {CLAIM_RETURNED}",
-            params,
+        inserted = self.send(  # file_claims.insert_claims
+            sql.insert_claims(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
+                agent_id=self.plan.agent_id,
+                paths=fresh,
+            )
         ).fetchall()
         if len(inserted) != len(fresh):
             raise Refused("409 raced")  # the API would retry; the bench never gets here
@@ -506,48 +415,36 @@ class DirectDriver:
         issue's status, read under that lock."""
         issue_id = self.plan.issue_id
         if not self.postgres:
-            rows = self.run(
-                "SELECT id, status FROM coordination_issue WHERE id = %s", [issue_id]
-            ).fetchall()
+            rows = self.send(sql.claim_issue_status(issue_id=issue_id)).fetchall()
             return str(dict(rows)[issue_id])
         keys = sorted({self.target.lock_keys[path] for path in paths})
-        self.run(
-            "SELECT pg_advisory_xact_lock(%s, key)"
-            " FROM unnest(%s::int[]) WITH ORDINALITY AS requested(key, position)"
-            " ORDER BY position",
-            [self.target.advisory_class, keys],
+        self.send(
+            sql.advisory_locks(namespace=self.target.advisory_namespace, keys=keys)
         ).fetchall()
-        rows = self.run(
-            "SELECT id, status FROM coordination_issue"
-            " WHERE id = ANY(ARRAY(SELECT %s UNION ALL SELECT issue_id FROM issue_file_claims"
-            "   WHERE workspace_id = %s AND released_at IS NULL AND path = ANY(%s)))"
-            " ORDER BY id FOR SHARE",
-            [issue_id, self.workspace_id, paths],
+        rows = self.send(
+            sql.share_claim_issues(workspace_id=self.workspace_id, issue_id=issue_id, paths=paths)
         ).fetchall()
         return str(dict(rows)[issue_id])
 
     def log_conflicts(self, contested: list[Any]) -> None:
         """file_claims.log_conflicts: one append-only row per contested path, in one
         INSERT."""
-        rows = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {self.now})"] * len(contested))
-        params: list[Any] = []
-        for row in contested:
-            params += [
-                self.workspace_id,
-                row[5],
-                self.plan.issue_id,
-                self.session_id,
-                self.plan.agent_id,
-                row[2],
-                row[3],
-                row[4],
-                False,
-            ]
-        self.run(
-            "INSERT INTO claim_conflicts (workspace_id, path, rejected_issue_id,"
-            " rejected_session_id, rejected_agent_id, holding_issue_id, holding_session_id,"
-            f" holding_agent_id, forced, occurred_at) VALUES {rows}",
-            params,
+        rows = [
+            sql.ConflictRow(
+                path=row[5],
+                rejected_issue_id=self.plan.issue_id,
+                rejected_session_id=self.session_id,
+                rejected_agent_id=self.plan.agent_id,
+                holding_issue_id=row[2],
+                holding_session_id=row[3],
+                holding_agent_id=row[4],
+            )
+            for row in contested
+        ]
+        self.send(
+            sql.insert_conflicts(
+                self.dialect, workspace_id=self.workspace_id, rows=rows, forced=False
+            )
         )
 
     def release_files(self) -> str:
@@ -556,14 +453,14 @@ class DirectDriver:
     def release_paths(self) -> str:
         """file_claims.release_files with a session and no paths: one statement."""
         self.active_key()
-        released = self.run(
-            f"UPDATE issue_file_claims SET released_at = {self.now}, release_reason = %s"
-            " WHERE released_at IS NULL AND id IN ("
-            "   SELECT id FROM issue_file_claims WHERE workspace_id = %s AND issue_id = %s"
-            "   AND released_at IS NULL AND session_id = %s ORDER BY path"
-            + self.lock("FOR UPDATE")
-            + ") RETURNING path",
-            ["released", self.workspace_id, self.plan.issue_id, self.session_id],
+        released = self.send(
+            sql.release_claims(
+                self.dialect,
+                reason="released",
+                workspace_id=self.workspace_id,
+                issue_id=self.plan.issue_id,
+                session_id=self.session_id,
+            )
         ).fetchall()
         if not released:
             raise Refused("409 nothing_released")  # the bench releases what it claimed
@@ -636,7 +533,7 @@ class DirectDriver:
             f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
             " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
             " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
-            f" WHERE l.released_at IS NULL AND l.issue_id IN ({self.placeholders(ids)})",
+            f" WHERE l.released_at IS NULL AND l.issue_id IN ({sql.placeholders(ids)})",
             ids,
         ).fetchall()
         return "200"

@@ -45,8 +45,8 @@ from coordination.benchmark.server import (
 )
 from coordination.benchmark.statements import count_statements, statements_per_op
 from coordination.benchmark.workload import SCENARIOS, AgentPlan
-from coordination.liveness import db_now_sql, live_session_sql
-from coordination.services import locking, rate_limits
+from coordination.liveness import dialect
+from coordination.services import locking, rate_limits, sql
 
 EXTRAS = ("files-1", "throttle-off", "growth")
 CHOICES = SCENARIOS + EXTRAS
@@ -256,8 +256,8 @@ class Bench:
         return figures
 
     def check_mirror(self, scenario: str, ceiling: RunFigures) -> None:
-        """Note a request kind whose direct statements no longer match the API's
-        (minus its rate-limit counter): direct.py has to follow the services."""
+        """Fail the run on a request kind whose direct statements no longer match the
+        API's (minus its rate-limit counter): direct.py has to follow the services."""
         # The counted requests ran with the throttle on: one upsert on the database cache.
         throttle = 1 if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache) else 0
         for kind in ceiling.requests:
@@ -266,12 +266,12 @@ class Bench:
             if scenario == "contended" or counted is None or sent is None:
                 continue  # contended mixes refusals and claims: compared under files
             expected = counted - throttle
-            note = (
-                f"note: {scenario} {kind}: the API ran {expected} statements (without the"
-                f" throttle's), direct.py {sent:g}: it no longer mirrors the service"
+            drift = (
+                f"statement count: {scenario} {kind}: the API ran {expected} statements"
+                f" (without the throttle's), direct.py {sent:g}: it no longer mirrors the service"
             )
-            if abs(sent - expected) > 0.01 and note not in self.report.notes:
-                self.report.notes.append(note)
+            if abs(sent - expected) > 0.01 and drift not in self.report.failures:
+                self.report.failures.append(drift)
 
     def record(self, name: str, figures: RunFigures) -> None:
         latency = figures.op_latency
@@ -325,12 +325,10 @@ class Bench:
         paths |= set(load.contended_pool())
         options = dict(connection.settings_dict.get("OPTIONS") or {})
         return direct.DirectTarget(
-            vendor=connection.vendor,
+            dialect=dialect(),
             connect=direct_connect_arguments(connection.settings_dict),
-            now_sql=db_now_sql(),
-            live_sql=live_session_sql("{alias}"),
             key_hash=bench.key_hash,
-            advisory_class=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
+            advisory_namespace=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
             lock_keys={path: locking.path_lock_key(bench.pk, path) for path in paths},
             client_side_binding=options.get("server_side_binding") is not True,
             prepare_threshold=options.get("prepare_threshold"),
@@ -393,15 +391,15 @@ def direct_connect_arguments(settings_dict: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_direct_columns() -> None:
-    """The direct clients select the columns Django selects: stop if they drifted."""
+    """The statements select the columns Django selects: stop if they drifted."""
     from django.apps import apps
 
     for model in apps.get_app_config("coordination").get_models():
         table = model._meta.db_table
-        if table in direct.COLUMNS:
+        if table in sql.COLUMNS:
             columns = tuple(field.column for field in model._meta.concrete_fields)
-            if columns != direct.COLUMNS[table]:
-                raise RuntimeError(f"direct.COLUMNS[{table!r}] is out of date: {columns}")
+            if columns != sql.COLUMNS[table]:
+                raise RuntimeError(f"sql.COLUMNS[{table!r}] is out of date: {columns}")
 
 
 def postgres_setting(name: str) -> str | None:

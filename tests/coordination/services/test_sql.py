@@ -1,0 +1,62 @@
+"""The SQL home: its table names and column lists are the models', and it (with the
+bench's direct ceiling, which sends its statements) runs without Django."""
+
+import subprocess
+import sys
+
+import pytest
+from django.apps import apps
+
+from coordination.services import sql
+
+TABLES = {
+    "API_KEY": "ApiKey",
+    "WORKSPACE": "Workspace",
+    "WORKTREE": "Worktree",
+    "PROJECT": "Project",
+    "AGENT": "Agent",
+    "SESSION": "AgentSession",
+    "ISSUE": "Issue",
+    "LEASE": "IssueLease",
+    "CLAIM": "FileClaim",
+    "CONFLICT": "ClaimConflict",
+    "WORKTREE_LOCK": "WorktreeLock",
+}
+
+
+@pytest.mark.parametrize(("constant", "model"), TABLES.items())
+def test_table_names_are_the_models_tables(constant, model):
+    assert getattr(sql, constant) == apps.get_model("coordination", model)._meta.db_table
+
+
+def test_column_lists_are_every_concrete_column_in_model_order():
+    tables = {
+        model._meta.db_table: model for model in apps.get_app_config("coordination").get_models()
+    }
+    for table, columns in sql.COLUMNS.items():
+        model = tables[table]
+        assert columns == tuple(field.column for field in model._meta.concrete_fields), table
+
+
+def test_the_builders_and_the_direct_ceiling_import_no_django():
+    code = (
+        "import sys, coordination.benchmark.direct, coordination.services.sql; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_locks_are_postgresql_only_and_the_liveness_predicate_names_the_ttl():
+    postgres, sqlite = sql.Dialect("postgresql", 90), sql.Dialect("sqlite", 90)
+    assert postgres.lock("FOR UPDATE") == " FOR UPDATE"
+    assert sqlite.lock("FOR UPDATE") == ""
+    assert "interval '90 seconds'" in postgres.live("s")
+    assert "'-90 seconds'" in sqlite.live("s")
+
+
+def test_a_release_by_an_empty_id_list_matches_nothing():
+    text, params = sql.release_claims(sql.Dialect("sqlite", 120), reason="overridden", ids=[])
+    assert "1 = 0" in text and params == ["overridden"]
