@@ -1,0 +1,57 @@
+"""Coordination tables. Every row carries its workspace; liveness is derived.
+
+Timestamps that take part in liveness or ordering are written by the database
+(``db_default=DbNow()``), so one clock judges every heartbeat (invariant 1).
+"""
+
+from coordination.models.holdings import (
+    ClaimConflict,
+    FileClaim,
+    HolderQuerySet,
+    IssueLease,
+    ReleaseReason,
+    WipCapDenial,
+)
+from coordination.models.runs import (
+    Run,
+    RunQuerySet,
+    WorktreeLock,
+)
+from coordination.models.tenancy import (
+    MAX_ID,
+    ApiKey,
+    Workspace,
+    hash_api_key,
+)
+from coordination.models.tracker import (
+    Agent,
+    AgentSession,
+    AgentSessionQuerySet,
+    Issue,
+    Message,
+    Project,
+    Worktree,
+)
+
+__all__ = [
+    "Agent",
+    "AgentSession",
+    "AgentSessionQuerySet",
+    "ApiKey",
+    "ClaimConflict",
+    "FileClaim",
+    "HolderQuerySet",
+    "Issue",
+    "IssueLease",
+    "MAX_ID",
+    "Message",
+    "Project",
+    "ReleaseReason",
+    "Run",
+    "RunQuerySet",
+    "WipCapDenial",
+    "Workspace",
+    "Worktree",
+    "WorktreeLock",
+    "hash_api_key",
+]

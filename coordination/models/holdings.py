@@ -1,0 +1,178 @@
+"""What sessions hold and what the logs keep: leases, file claims, the append-only logs."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from django.db import models
+from django.db.models import Case, Q, When
+
+from coordination.liveness import DbNow, live_q
+from coordination.models.tenancy import Workspace
+from coordination.models.tracker import Agent, AgentSession, Issue, Project
+
+
+class ReleaseReason(models.TextChoices):
+    """Why a lease, file claim or worktree lock ended (invariant 7)."""
+
+    RELEASED = "released"
+    AGENT_ENDED = "agent_ended"
+    EXPIRED = "expired"
+    OVERRIDDEN = "overridden"
+    ISSUE_CLOSED = "issue_closed"
+    WORKTREE_UNRESOLVED = "worktree_unresolved"
+
+
+class HolderQuerySet(models.QuerySet[Any]):
+    """Leases, file claims and worktree locks: rows held by a session until released.
+
+    They have no expiry of their own (invariant 4): a row is live while it is
+    unreleased and its holder session is live. This is the one place that says so.
+    """
+
+    def unreleased(self) -> Self:
+        return self.filter(released_at__isnull=True)
+
+    def live(self) -> Self:
+        return self.unreleased().filter(live_q("session__"))
+
+    def with_live(self) -> Self:
+        """``is_live`` on each row: unreleased, and its holder session is live."""
+        return self.annotate(
+            is_live=Case(
+                When(Q(released_at__isnull=True) & live_q("session__"), then=True),
+                default=False,
+            )
+        )
+
+
+class IssueLease(models.Model):
+    """Exclusive ownership of one issue by one session (invariant 2).
+
+    It has no expiry of its own: it is live while its holder session is.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="leases")
+    session = models.ForeignKey(
+        AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
+    )
+    agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    released_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+    # Grows with each new lease of the issue and is never reused (API.md, Fences):
+    # the services number it in the insert (leases.insert_lease_within_cap); the
+    # default serves only rows made directly through the ORM (fixtures).
+    fence = models.PositiveIntegerField(default=1, editable=False)
+
+    objects = HolderQuerySet.as_manager()
+
+    class Meta:
+        db_table = "issue_leases"  # the original schema's name (DESIGN.md)
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "issue"],
+                condition=Q(released_at__isnull=True),
+                name="one_unreleased_lease_per_issue",
+            ),
+            # "Never reused", proved by the database.
+            models.UniqueConstraint(fields=["issue", "fence"], name="lease_fence_unique"),
+        ]
+        indexes = [models.Index(fields=["workspace", "session", "released_at"])]
+
+    def __str__(self) -> str:
+        return f"lease {self.pk} on issue {self.issue_id}"
+
+
+class WipCapDenial(models.Model):
+    """Append-only: a claim the WIP cap refused (invariants 3 and 8)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        AgentSession, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    limit = models.PositiveIntegerField()
+    occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        db_table = "wip_cap_denials"  # the original schema's name (DESIGN.md)
+        verbose_name = "WIP cap denial"
+        indexes = [models.Index(fields=["workspace", "occurred_at"])]
+
+    def __str__(self) -> str:
+        return f"WIP denial on issue {self.issue_id}"
+
+
+class FileClaim(models.Model):
+    """Reservation of one literal, normalised path against an issue (invariants 5, 6).
+
+    ``session`` is NULL when claimed without one, or orphaned by a deleted session:
+    such a claim has no heartbeat and is held until forced.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="file_claims")
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="file_claims"
+    )
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    path = models.CharField(max_length=1024)
+    claimed_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    released_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+
+    objects = HolderQuerySet.as_manager()
+
+    class Meta:
+        db_table = "issue_file_claims"  # the original schema's name (DESIGN.md)
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "path"],
+                condition=Q(released_at__isnull=True),
+                name="one_unreleased_claim_per_path",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "claimed_at"]),
+            models.Index(fields=["workspace", "issue", "released_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class ClaimConflict(models.Model):
+    """Append-only: one contested path of one file-claim request (invariants 5, 8)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    path = models.CharField(max_length=1024)
+    rejected_issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
+    rejected_session = models.ForeignKey(
+        AgentSession, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    rejected_agent = models.ForeignKey(
+        Agent, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    holding_issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
+    holding_session = models.ForeignKey(
+        AgentSession, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    holding_agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    forced = models.BooleanField(default=False)
+    occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        db_table = "claim_conflicts"  # the original schema's name (DESIGN.md)
+        indexes = [
+            models.Index(fields=["workspace", "occurred_at"]),
+            models.Index(fields=["workspace", "path"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"conflict on {self.path}"

@@ -1,0 +1,175 @@
+"""The issue tracker: worktrees, projects, agents and their sessions, issues, messages."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Case, Q, When
+
+from coordination.liveness import DbNow, live_q
+from coordination.models.tenancy import Workspace
+
+
+class Worktree(models.Model):
+    """A filesystem checkout that runs can mutate, one writer at a time."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="worktrees")
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    path = models.CharField(max_length=1024, blank=True)
+    branch = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "slug"], name="worktree_slug_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Project(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="projects")
+    key = models.SlugField(max_length=32)
+    name = models.CharField(max_length=200)
+    agent_wip_limit = models.PositiveIntegerField(default=3)
+    primary_worktree = models.ForeignKey(
+        Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "key"], name="project_key_unique"),
+            models.CheckConstraint(
+                condition=Q(agent_wip_limit__gte=1), name="project_wip_limit_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Agent(models.Model):
+    """A named identity; its presence is an AgentSession."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=100, blank=True)
+    department = models.CharField(max_length=100, blank=True)
+    worktree = models.ForeignKey(
+        Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="agent_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
+    def live(self) -> AgentSessionQuerySet:
+        return self.filter(live_q())
+
+    def with_live(self) -> AgentSessionQuerySet:
+        return self.annotate(is_live=Case(When(live_q(), then=True), default=False))
+
+
+class AgentSession(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        ENDED = "ended"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    started_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    last_heartbeat_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AgentSessionQuerySet.as_manager()
+
+    class Meta:
+        db_table = "agent_sessions"  # the original schema's name (DESIGN.md)
+        indexes = [
+            # "Live sessions of a workspace" is a range scan on active rows only.
+            models.Index(
+                fields=["workspace", "last_heartbeat_at"],
+                condition=Q(status="active"),
+                name="session_active_heartbeat_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.pk} of {self.agent_id}"
+
+
+class Issue(models.Model):
+    class Status(models.TextChoices):
+        BACKLOG = "backlog"
+        TODO = "todo"
+        IN_PROGRESS = "in_progress"
+        IN_REVIEW = "in_review"
+        DONE = "done"
+        CANCELLED = "cancelled"
+
+    class Priority(models.IntegerChoices):
+        """Linear's scale: 0 means none, and sorts after the four real ones."""
+
+        NONE = 0
+        URGENT = 1
+        HIGH = 2
+        MEDIUM = 3
+        LOW = 4
+
+    # Closing releases the lease and file claims; a closed issue cannot be leased.
+    CLOSED_STATUSES = frozenset({Status.DONE, Status.CANCELLED})
+    # Entering these needs a completion report once the issue has ever been leased.
+    REPORTED_STATUSES = frozenset({Status.IN_REVIEW, Status.DONE})
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="issues")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="issues")
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.BACKLOG)
+    priority = models.PositiveSmallIntegerField(
+        choices=Priority.choices, default=Priority.NONE, db_default=Priority.NONE
+    )
+    # {"summary", "verification", "pr_link"?}: what the worker says it did and how it checked.
+    report = models.JSONField(null=True, blank=True, editable=False)
+    requires_filesystem = models.BooleanField(default=False)
+    worktree = models.ForeignKey(
+        Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assignee = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_issues"
+    )
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "project", "status"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.title}"
+
+
+class Message(models.Model):
+    """A post to a scope: ``issue:<id>``, ``agent:<name>`` or ``project:<key>``."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=200)
+    body = models.TextField()
+    session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "scope", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"message to {self.scope}"

@@ -1,0 +1,123 @@
+"""Every hand-written statement, as a ``(sql, params)`` builder, one module per concern.
+
+The statements every agent request makes are SQL rather than querysets: building and
+compiling a queryset costs three to four times the round trip it sends, and a fleet
+pays that on every request (``coordination.services.rows``). They live here, and only
+here, so that the services and the bench's direct ceiling
+(``coordination.benchmark.direct``) send the same statements by construction.
+
+This package imports nothing from Django: the direct ceiling runs without it. What it
+needs of the connection (the backend, the session TTL) comes in as a ``Dialect``.
+Placeholders are ``%s`` and a literal ``%`` is written ``%%``, as Django's cursors
+and psycopg take them; the direct client translates both for sqlite3.
+
+Everything is written in the SQL that SQLite (>= 3.35) and PostgreSQL share
+(``RETURNING``, partial indexes, ``ON CONFLICT``); a statement differs per backend
+only where the backends truly do: row and advisory locks (``Dialect.lock``; SQLite's
+``BEGIN IMMEDIATE`` already made the transaction the only writer), the clock and
+``UPDATE ... FROM``. Each builder names the invariant it protects
+(docs/design.md); the order in which the locks are taken is told once, in
+``coordination.services.locking``.
+"""
+
+from coordination.services.sql.base import (
+    AGENT,
+    API_KEY,
+    CLAIM,
+    COLUMNS,
+    CONFLICT,
+    ISSUE,
+    LEASE,
+    LOG_UNLOCK,
+    PROJECT,
+    SESSION,
+    WORKSPACE,
+    WORKTREE,
+    WORKTREE_LOCK,
+    Dialect,
+    Statement,
+    columns,
+    placeholders,
+)
+from coordination.services.sql.file_claims import (
+    ConflictRow,
+    advisory_locks,
+    claim_issue_status,
+    insert_claims,
+    insert_conflicts,
+    locked_holders,
+    release_claims,
+    share_claim_issues,
+)
+from coordination.services.sql.leases import (
+    insert_lease_within_cap,
+    issue_status,
+    lease_fence,
+    project_wip_limit,
+    release_if_holder_dead,
+    share_issue_nowait,
+    workspace_issue,
+)
+from coordination.services.sql.sessions import (
+    active_key,
+    claimer_session,
+    heartbeat,
+    session_is_live,
+    shown_session,
+    shown_session_columns,
+)
+from coordination.services.sql.worktrees import (
+    close_log_door,
+    count_hit,
+    forget_ended_windows,
+    insert_worktree_lock,
+    lock_worktree_row,
+    open_log_door,
+)
+
+__all__ = [
+    "AGENT",
+    "API_KEY",
+    "CLAIM",
+    "COLUMNS",
+    "CONFLICT",
+    "ConflictRow",
+    "Dialect",
+    "ISSUE",
+    "LEASE",
+    "LOG_UNLOCK",
+    "PROJECT",
+    "SESSION",
+    "Statement",
+    "WORKSPACE",
+    "WORKTREE",
+    "WORKTREE_LOCK",
+    "active_key",
+    "advisory_locks",
+    "claim_issue_status",
+    "claimer_session",
+    "close_log_door",
+    "columns",
+    "count_hit",
+    "forget_ended_windows",
+    "heartbeat",
+    "insert_claims",
+    "insert_conflicts",
+    "insert_lease_within_cap",
+    "insert_worktree_lock",
+    "issue_status",
+    "lease_fence",
+    "lock_worktree_row",
+    "locked_holders",
+    "open_log_door",
+    "placeholders",
+    "project_wip_limit",
+    "release_claims",
+    "release_if_holder_dead",
+    "session_is_live",
+    "share_claim_issues",
+    "share_issue_nowait",
+    "shown_session",
+    "shown_session_columns",
+    "workspace_issue",
+]

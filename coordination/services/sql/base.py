@@ -1,0 +1,106 @@
+"""The ground every statement stands on: table names, column lists, the dialect."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Statement = tuple[str, list[Any]]
+
+# --- tables and their columns ------------------------------------------------------------
+
+# The models' db_table (tests pin them against the models).
+API_KEY = "coordination_apikey"
+WORKSPACE = "coordination_workspace"
+WORKTREE = "coordination_worktree"
+PROJECT = "coordination_project"
+AGENT = "coordination_agent"
+SESSION = "agent_sessions"
+ISSUE = "coordination_issue"
+LEASE = "issue_leases"
+CLAIM = "issue_file_claims"
+CONFLICT = "claim_conflicts"
+WORKTREE_LOCK = "coordination_worktreelock"
+LOG_UNLOCK = "projektor_log_unlock"
+
+# Every concrete column of each model, in the model's field order: rows read with these
+# become fully loaded model instances (``rows.instance``), never half-loaded ones whose
+# later attribute reads would quietly query. Tests pin them against the models.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    API_KEY: (
+        "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
+    ),
+    WORKSPACE: ("id", "slug", "name", "created_at"),
+    WORKTREE: ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
+    PROJECT: (
+        "id", "workspace_id", "key", "name", "agent_wip_limit", "primary_worktree_id",
+        "created_at",
+    ),
+    AGENT: ("id", "workspace_id", "name", "role", "department", "worktree_id", "created_at"),
+    SESSION: (
+        "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
+        "ended_at",
+    ),
+    ISSUE: (
+        "id", "workspace_id", "project_id", "title", "description", "status", "priority",
+        "report", "requires_filesystem", "worktree_id", "assignee_id", "created_at",
+        "updated_at",
+    ),
+    LEASE: (
+        "id", "workspace_id", "issue_id", "session_id", "agent_id", "acquired_at",
+        "released_at", "release_reason", "fence",
+    ),
+    CLAIM: (
+        "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
+        "released_at", "release_reason",
+    ),
+}  # fmt: skip
+
+
+def columns(table: str, alias: str) -> str:
+    """``alias.column, ...`` for every column of ``table``."""
+    return ", ".join(f"{alias}.{column}" for column in COLUMNS[table])
+
+
+def placeholders(values: Sequence[Any]) -> str:
+    """``%s, %s, %s`` for an ``IN (...)`` list of ``values``."""
+    return ", ".join(["%s"] * len(values))
+
+
+# --- the dialect: clock, liveness, locks ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a statement needs to know of its connection."""
+
+    vendor: str  # "postgresql" or "sqlite"
+    ttl_seconds: int  # PROJEKTOR_SESSION_TTL_SECONDS
+
+    @property
+    def postgres(self) -> bool:
+        return self.vendor == "postgresql"
+
+    def now(self) -> str:
+        """The database's clock (invariant 1: one clock writes and judges heartbeats).
+
+        SQLite stores datetimes as ISO text; ``%f`` has milliseconds only, and the
+        padding to microseconds keeps text comparisons with Django-written values
+        right."""
+        if self.postgres:
+            return "statement_timestamp()"
+        return "(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '000')"
+
+    def live(self, alias: str) -> str:
+        """Invariant 1, as SQL: the session row ``alias`` is active and its last
+        heartbeat is younger than the TTL."""
+        ttl = int(self.ttl_seconds)
+        if self.postgres:
+            cutoff = f"statement_timestamp() - interval '{ttl} seconds'"
+        else:
+            cutoff = f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds') || '000')"
+        return f"({alias}.status = 'active' AND {alias}.last_heartbeat_at > {cutoff})"
+
+    def lock(self, clause: str) -> str:
+        """`` FOR UPDATE`` and the like on PostgreSQL; nothing on SQLite, whose
+        ``BEGIN IMMEDIATE`` already made this transaction the only writer."""
+        return f" {clause}" if self.postgres else ""

@@ -1,0 +1,98 @@
+"""Issues and leases: admission under the WIP cap, fences, reclaiming dead holders."""
+
+from coordination.services.sql.base import (
+    ISSUE,
+    LEASE,
+    PROJECT,
+    SESSION,
+    Dialect,
+    Statement,
+    columns,
+)
+
+
+def workspace_issue(*, workspace_id: int, issue_id: int) -> Statement:
+    return (
+        f"SELECT {columns(ISSUE, 'i')} FROM {ISSUE} i WHERE i.id = %s AND i.workspace_id = %s",
+        [issue_id, workspace_id],
+    )
+
+
+def project_wip_limit(d: Dialect, *, project_id: int) -> Statement:
+    """The WIP limit under the project's row lock (invariant 3). NO KEY UPDATE
+    conflicts with itself (claimers queue) but not with the foreign-key checks of
+    rows that merely point at the project."""
+    lock = d.lock("FOR NO KEY UPDATE")
+    return f"SELECT agent_wip_limit FROM {PROJECT} WHERE id = %s{lock}", [project_id]
+
+
+def issue_status(d: Dialect, *, issue_id: int, share: bool) -> Statement:
+    """The issue's status, ``FOR SHARE`` (PostgreSQL) with ``share``: ordered against
+    a close, which locks the issue before releasing what it holds."""
+    lock = d.lock("FOR SHARE") if share else ""
+    return f"SELECT status FROM {ISSUE} WHERE id = %s{lock}", [issue_id]
+
+
+def share_issue_nowait(*, issue_id: int) -> Statement:
+    """PostgreSQL only: the issue ``FOR SHARE NOWAIT`` (fails with 55P03 if locked)."""
+    return f"SELECT id FROM {ISSUE} WHERE id = %s FOR SHARE NOWAIT", [issue_id]
+
+
+def insert_lease_within_cap(
+    d: Dialect,
+    *,
+    workspace_id: int,
+    issue_id: int,
+    session_id: int,
+    agent_id: int,
+    project_id: int,
+    limit: int,
+) -> Statement:
+    """Invariants 2 and 3: insert the lease iff the project's live leases are below
+    ``limit``, numbering its fence ``MAX(fence) + 1``; the partial unique index turns
+    a second unreleased lease into "no row" (``leases.insert_lease_within_cap``)."""
+    return (
+        f"""
+        INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
+                             acquired_at, release_reason, fence)
+        SELECT %s, %s, %s, %s, {d.now()}, '',
+               (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s)
+        WHERE (SELECT count(*) FROM {LEASE} l
+               JOIN {ISSUE} i ON i.id = l.issue_id
+               JOIN {SESSION} s ON s.id = l.session_id
+               WHERE i.project_id = %s AND l.released_at IS NULL
+                 AND {d.live("s")}) < %s
+        ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
+        RETURNING id
+        """,
+        [workspace_id, issue_id, session_id, agent_id, issue_id, project_id, limit],
+    )
+
+
+def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
+    """The fence of the issue's unreleased lease; ``FOR SHARE`` with ``share``, so a
+    reclaim, release or close (which UPDATE that row) waits for this transaction."""
+    lock = d.lock("FOR SHARE") if share else ""
+    return (
+        f"SELECT fence FROM {LEASE} WHERE issue_id = %s AND released_at IS NULL{lock}",
+        [issue_id],
+    )
+
+
+def release_if_holder_dead(
+    d: Dialect, *, table: str, row_id: int, sessionless_is_dead: bool, reason: str
+) -> Statement:
+    """Invariant 4: compare-and-set release of a lease, claim or worktree lock iff its
+    holder session is not live; 0 rows means it is live (or revived), or someone else
+    released it first."""
+    sessionless = "session_id IS NULL OR" if sessionless_is_dead else "session_id IS NOT NULL AND"
+    return (
+        f"""
+        UPDATE {table} SET released_at = {d.now()}, release_reason = %s
+        WHERE id = %s AND released_at IS NULL
+          AND ({sessionless} NOT EXISTS (
+                SELECT 1 FROM {SESSION} s
+                WHERE s.id = {table}.session_id AND {d.live("s")}))
+        """,
+        [reason, row_id],
+    )

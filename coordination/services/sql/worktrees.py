@@ -1,0 +1,58 @@
+"""Worktree locks, the append-only logs' door and the rate-limit counters."""
+
+from typing import Any
+
+from coordination.services.sql.base import LOG_UNLOCK, WORKTREE, WORKTREE_LOCK, Dialect, Statement
+
+
+def lock_worktree_row(*, worktree_id: int) -> Statement:
+    """PostgreSQL only: inserters of one worktree's lock queue on its row, so each
+    insert's snapshot sees every lock committed before it (its fence is never reused)."""
+    return f"SELECT id FROM {WORKTREE} WHERE id = %s FOR NO KEY UPDATE", [worktree_id]
+
+
+def insert_worktree_lock(
+    d: Dialect, *, workspace_id: int, worktree_id: int, session_id: int, run_id: int
+) -> Statement:
+    """Invariant 10: one writer per worktree. The partial unique index is the guard;
+    ON CONFLICT turns the loser's insert into "no row"."""
+    return (
+        f"""
+        INSERT INTO {WORKTREE_LOCK} (workspace_id, worktree_id, session_id, run_id,
+                                     acquired_at, release_reason, fence)
+        VALUES (%s, %s, %s, %s, {d.now()}, '',
+                (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {WORKTREE_LOCK} f
+                 WHERE f.worktree_id = %s))
+        ON CONFLICT (worktree_id) WHERE released_at IS NULL DO NOTHING
+        RETURNING id
+        """,
+        [workspace_id, worktree_id, session_id, run_id, worktree_id],
+    )
+
+
+# --- the append-only logs' door and the rate-limit counters --------------------------------
+
+
+def open_log_door(*, workspace_id: int) -> Statement:
+    """Invariant 8: the database refuses UPDATE and DELETE of log rows unless the
+    workspace has an unlock row (migration 0007)."""
+    return f"INSERT INTO {LOG_UNLOCK} (workspace_id) VALUES (%s)", [workspace_id]
+
+
+def close_log_door(*, workspace_id: int) -> Statement:
+    return f"DELETE FROM {LOG_UNLOCK} WHERE workspace_id = %s", [workspace_id]
+
+
+def count_hit(*, quoted_table: str, key: str, expires: Any) -> Statement:
+    """One atomic increment of a rate-limit counter (an upsert), returning the count."""
+    return (
+        f"INSERT INTO {quoted_table} (cache_key, value, expires) VALUES (%s, '1', %s)"
+        " ON CONFLICT (cache_key) DO UPDATE"
+        f" SET value = CAST(CAST({quoted_table}.value AS INTEGER) + 1 AS TEXT)"
+        " RETURNING value",
+        [key, expires],
+    )
+
+
+def forget_ended_windows(*, quoted_table: str, now: Any) -> Statement:
+    return f"DELETE FROM {quoted_table} WHERE expires < %s", [now]
