@@ -1,62 +1,8 @@
-"""The database's ceiling: each bench operation as the SQL the API runs for it, sent
-straight through psycopg (PostgreSQL) or sqlite3 (SQLite), with no HTTP and no Django
-in the process.
+"""The bench operations as the SQL the API runs for them (``coordination.benchmark.direct``)."""
 
-Same statements, same transactions, same locks, in the same order as the services and
-selectors run them (each method below names the function it mirrors; the ORM's
-statements were captured and written out), on one persistent connection per client
-process, in autocommit between transactions as Django runs. Per operation:
-
-- every request: the API-key lookup by hash (``keys.active_key``);
-- heartbeat (``agents.heartbeat_session``): the UPDATE of ``agent_sessions`` with the
-  database clock, returning the session as the API shows it (PostgreSQL), or followed
-  by that read (SQLite);
-- lease claim (``leases.claim_issue``): the issue and session lookups; then in one
-  transaction the project's row lock (PostgreSQL ``FOR NO KEY UPDATE``; SQLite
-  ``BEGIN IMMEDIATE``), the issue's status ``FOR SHARE``, the session's liveness, the
-  current unreleased lease, the INSERT that counts live leases against the WIP cap
-  and numbers the fence; after the commit, the lease as shown;
-- lease release (``leases.release_issue`` without a fence): the lookups, the holder's
-  unreleased lease, the compare-and-set UPDATE, the lease as shown;
-- files claim (``file_claims.claim_files``/``_attempt``): the issue lookup; in one
-  transaction the session with its liveness, (PostgreSQL) the advisory locks per path
-  in key order and the ``FOR SHARE`` of the claiming and holding issues with the
-  claiming issue's status (SQLite: that status), the unreleased holders ``FOR
-  UPDATE``, then either the conflict log (refused: committed) or the INSERT ... ON
-  CONFLICT DO NOTHING RETURNING;
-- files release (``file_claims.release_files``): one UPDATE of the session's
-  unreleased claims of the issue, locked in path order, RETURNING their paths;
-- live and ready lists: the paginator's count, the first page of 100 with the joins
-  the serializers need and, for issues, the prefetch of their unreleased leases.
-
-Left out, on purpose:
-
-- the rate-limit counter (one upsert per request while the throttle is on; the
-  throttle on/off lines show its cost instead);
-- the per-request health check of a persistent connection (``SELECT 1``,
-  ``CONN_HEALTH_CHECKS``): here the connection is simply kept;
-- path normalisation, JSON parsing and rendering, model instances, and the API-key
-  hashing (the digest is computed once, by the command);
-- branches the bench never takes: reclaiming a dead holder, the WIP-cap denial
-  record, retries after a lost race, ``force``, fences.
-
-The services' hand-written statements (the key lookup, the heartbeat, the lease's
-locks and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
-release) are not copied here: they are built by the same ``coordination.services.sql``
-builders the services call, which import nothing from Django, so this process never
-does. The statements the services leave to the ORM (lookups, the lists) are written
-out below as the ORM sends them. The command counts each request's statements on both
-sides and fails the run when they differ: this module has to follow the services.
-"""
-
-from __future__ import annotations
-
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
+from coordination.benchmark.direct.connection import DirectConnection, DirectTarget, Refused
 from coordination.benchmark.workload import AgentPlan, run_agent
 from coordination.services import sql
 
@@ -64,151 +10,17 @@ PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
 CLOSED_STATUSES = ("done", "cancelled")
 
 
-def cols(table: str, alias: str) -> str:
-    return sql.columns(table, alias)
-
-
 # The ORM's statements select every column of each model.
-SESSION = cols(sql.SESSION, "s")
-AGENT = cols(sql.AGENT, "a")
-WORKTREE = cols(sql.WORKTREE, "wt")
-ISSUE = cols(sql.ISSUE, "i")
-PROJECT = cols(sql.PROJECT, "p")
-LEASE = cols(sql.LEASE, "l")
+SESSION = sql.columns(sql.SESSION, "s")
+AGENT = sql.columns(sql.AGENT, "a")
+WORKTREE = sql.columns(sql.WORKTREE, "wt")
+ISSUE = sql.columns(sql.ISSUE, "i")
+PROJECT = sql.columns(sql.PROJECT, "p")
+LEASE = sql.columns(sql.LEASE, "l")
 
 
-@dataclass(frozen=True)
-class DirectTarget:
-    """Where and how a direct client connects, and the SQL fragments it needs from
-    Django (built by the command, so this process never imports it)."""
-
-    dialect: sql.Dialect  # the services' (coordination.liveness.dialect())
-    connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
-    key_hash: str  # coordination.models.hash_api_key(raw key)
-    advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
-    # locking.path_lock_key(workspace, path) for every path an agent may claim.
-    lock_keys: dict[str, int] = field(default_factory=dict)
-    client_side_binding: bool = True  # Django's default cursor (ClientCursor)
-    prepare_threshold: int | None = None  # Django's default: no prepared statements
-
-
-class Refused(Exception):
-    """The API would answer 4xx: any open transaction is rolled back and the label
-    (what the API would answer) is the request's outcome."""
-
-    def __init__(self, label: str) -> None:
-        super().__init__(label)
-        self.label = label
-
-
-class DirectDriver:
+class DirectDriver(DirectConnection):
     """The bench operations as SQL on one connection of this process."""
-
-    def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
-        self.plan = plan
-        self.target = target
-        self.dialect = target.dialect
-        self.postgres = target.dialect.postgres
-        self.connection: Any = None
-        self.sent = 0
-        self.session_id = 0
-        self.workspace_id = plan.workspace_id
-        self.translated: dict[str, str] = {}
-        self.now = self.dialect.now()
-        live = self.live = self.dialect.live("s")
-        # Liveness as the ORM writes its annotations: CASE WHEN ... END.
-        self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
-        self.lease_live = f"CASE WHEN l.released_at IS NULL AND {live} THEN TRUE ELSE FALSE END"
-
-    # --- plumbing ----------------------------------------------------------------------
-
-    def lock(self, clause: str) -> str:
-        """A row-lock clause on PostgreSQL; nothing on SQLite (BEGIN IMMEDIATE)."""
-        return f" {clause}" if self.postgres else ""
-
-    def run(self, text: str, params: Sequence[Any] = ()) -> Any:
-        """Execute one statement (``%s`` placeholders, ``%%`` for ``%``); return the cursor."""
-        self.sent += 1
-        if self.postgres:
-            return self.connection.execute(text, params)
-        query = self.translated.get(text)
-        if query is None:
-            query = self.translated[text] = text.replace("%s", "?").replace("%%", "%")
-        return self.connection.execute(query, params)
-
-    def send(self, statement: sql.Statement) -> Any:
-        """Execute one of the services' own statements."""
-        return self.run(*statement)
-
-    def begin(self) -> None:
-        self.run("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
-
-    def commit(self) -> None:
-        self.run("COMMIT")
-
-    def rollback(self) -> None:
-        self.run("ROLLBACK")
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """BEGIN ... COMMIT; any exception (a ``Refused`` too) rolls back."""
-        self.begin()
-        try:
-            yield
-        except BaseException:
-            self.rollback()
-            raise
-        self.commit()
-
-    def statements(self) -> int:
-        return self.sent
-
-    def reconnects(self) -> int:
-        return 0
-
-    # --- session (not timed) -----------------------------------------------------------
-
-    def open(self) -> None:
-        if self.postgres:
-            import psycopg
-
-            self.connection = psycopg.connect(
-                **self.target.connect,
-                autocommit=True,
-                prepare_threshold=self.target.prepare_threshold,
-                cursor_factory=(
-                    psycopg.ClientCursor if self.target.client_side_binding else psycopg.Cursor
-                ),
-            )
-        else:
-            self.connection = sqlite3.connect(**self.target.connect, isolation_level=None)
-            # As Django's SQLite connection: foreign keys on, then the settings' PRAGMAs.
-            for pragma in ("foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL"):
-                self.connection.execute(f"PRAGMA {pragma}")
-        row = self.run(
-            f"INSERT INTO agent_sessions (workspace_id, agent_id, status, started_at,"
-            f" last_heartbeat_at) VALUES (%s, %s, 'active', {self.now}, {self.now}) RETURNING id",
-            [self.workspace_id, self.plan.agent_id],
-        ).fetchone()
-        self.session_id = int(row[0])
-
-    def close(self) -> None:
-        try:
-            self.run(
-                f"UPDATE agent_sessions SET status = 'ended', ended_at = {self.now} WHERE id = %s",
-                [self.session_id],
-            )
-        finally:
-            self.connection.close()
-
-    # --- lookups ---------------------------------------------------------------------
-
-    def answer(self, operation: Callable[[], str]) -> str:
-        """One request's work; a refusal becomes its label, like an HTTP status."""
-        try:
-            return operation()
-        except Refused as refusal:
-            return refusal.label
 
     def active_key(self) -> None:
         """keys.active_key: every request starts with it."""

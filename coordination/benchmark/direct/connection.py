@@ -1,0 +1,145 @@
+"""The direct client's connection: where it connects, how it sends a statement, its
+transactions and its session (``coordination.benchmark.direct``)."""
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordination.benchmark.workload import AgentPlan
+from coordination.services import sql
+
+
+@dataclass(frozen=True)
+class DirectTarget:
+    """Where and how a direct client connects, and the SQL fragments it needs from
+    Django (built by the command, so this process never imports it)."""
+
+    dialect: sql.Dialect  # the services' (coordination.liveness.dialect())
+    connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
+    key_hash: str  # coordination.models.hash_api_key(raw key)
+    advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
+    # locking.path_lock_key(workspace, path) for every path an agent may claim.
+    lock_keys: dict[str, int] = field(default_factory=dict)
+    client_side_binding: bool = True  # Django's default cursor (ClientCursor)
+    prepare_threshold: int | None = None  # Django's default: no prepared statements
+
+
+class Refused(Exception):
+    """The API would answer 4xx: any open transaction is rolled back and the label
+    (what the API would answer) is the request's outcome."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+class DirectConnection:
+    """One connection of this process, and the plumbing the operations run on."""
+
+    def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
+        self.plan = plan
+        self.target = target
+        self.dialect = target.dialect
+        self.postgres = target.dialect.postgres
+        self.connection: Any = None
+        self.sent = 0
+        self.session_id = 0
+        self.workspace_id = plan.workspace_id
+        self.translated: dict[str, str] = {}
+        self.now = self.dialect.now()
+        live = self.live = self.dialect.live("s")
+        # Liveness as the ORM writes its annotations: CASE WHEN ... END.
+        self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
+        self.lease_live = f"CASE WHEN l.released_at IS NULL AND {live} THEN TRUE ELSE FALSE END"
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def lock(self, clause: str) -> str:
+        """A row-lock clause on PostgreSQL; nothing on SQLite (BEGIN IMMEDIATE)."""
+        return f" {clause}" if self.postgres else ""
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        """Execute one statement (``%s`` placeholders, ``%%`` for ``%``); return the cursor."""
+        self.sent += 1
+        if self.postgres:
+            return self.connection.execute(text, params)
+        query = self.translated.get(text)
+        if query is None:
+            query = self.translated[text] = text.replace("%s", "?").replace("%%", "%")
+        return self.connection.execute(query, params)
+
+    def send(self, statement: sql.Statement) -> Any:
+        """Execute one of the services' own statements."""
+        return self.run(*statement)
+
+    def begin(self) -> None:
+        self.run("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.run("COMMIT")
+
+    def rollback(self) -> None:
+        self.run("ROLLBACK")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT; any exception (a ``Refused`` too) rolls back."""
+        self.begin()
+        try:
+            yield
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    def statements(self) -> int:
+        return self.sent
+
+    def reconnects(self) -> int:
+        return 0
+
+    # --- session (not timed) -----------------------------------------------------------
+
+    def open(self) -> None:
+        if self.postgres:
+            import psycopg
+
+            self.connection = psycopg.connect(
+                **self.target.connect,
+                autocommit=True,
+                prepare_threshold=self.target.prepare_threshold,
+                cursor_factory=(
+                    psycopg.ClientCursor if self.target.client_side_binding else psycopg.Cursor
+                ),
+            )
+        else:
+            self.connection = sqlite3.connect(**self.target.connect, isolation_level=None)
+            # As Django's SQLite connection: foreign keys on, then the settings' PRAGMAs.
+            for pragma in ("foreign_keys = ON", "journal_mode = WAL", "synchronous = NORMAL"):
+                self.connection.execute(f"PRAGMA {pragma}")
+        row = self.run(
+            f"INSERT INTO agent_sessions (workspace_id, agent_id, status, started_at,"
+            f" last_heartbeat_at) VALUES (%s, %s, 'active', {self.now}, {self.now}) RETURNING id",
+            [self.workspace_id, self.plan.agent_id],
+        ).fetchone()
+        self.session_id = int(row[0])
+
+    def close(self) -> None:
+        try:
+            self.run(
+                f"UPDATE agent_sessions SET status = 'ended', ended_at = {self.now} WHERE id = %s",
+                [self.session_id],
+            )
+        finally:
+            self.connection.close()
+
+    # --- answers ---------------------------------------------------------------------
+
+    def answer(self, operation: Callable[[], str]) -> str:
+        """One request's work; a refusal becomes its label, like an HTTP status."""
+        try:
+            return operation()
+        except Refused as refusal:
+            return refusal.label
