@@ -3,8 +3,7 @@
 A fresh workspace (``bench-<hex>``) with its own API key, one project whose WIP cap
 admits every agent, and per agent an issue for each of the lease, files and
 contended scenarios. The volumes the list and growth scenarios need are bulk-loaded
-(PostgreSQL: ``INSERT ... SELECT`` over ``generate_series``; SQLite: ``executemany``
-in one transaction) into the same workspace, which is deleted at the end through
+(see ``bulk``) into the same workspace, which is deleted at the end through
 ``logs.delete_workspace``, the one door of the append-only logs.
 """
 
@@ -12,14 +11,22 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
+from coordination.benchmark.bulk import (
+    HISTORY_DAYS,
+    load_history_postgres,
+    load_history_sqlite,
+    load_stale_sessions_postgres,
+    load_stale_sessions_sqlite,
+    postgres,
+    source_tree,
+)
 from coordination.benchmark.workload import CONTENDED_PICK
 from coordination.liveness import DbNow
 from coordination.models import (
@@ -40,9 +47,6 @@ from coordination.services import logs
 PATHS_PER_AGENT = 10
 CONTENDED_POOL_SIZE = 50
 FLEET_AGENTS = 1_000  # identities behind the loaded sessions and history
-HISTORY_DAYS = 90
-ROWS_PER_EXECUTEMANY = 20_000
-TOP_DIRECTORIES = ("src", "lib", "tests", "docs", "web", "api", "tools", "infra")
 
 
 @dataclass(frozen=True)
@@ -102,16 +106,6 @@ def contended_pool() -> tuple[str, ...]:
     return tuple(f"src/shared/hot{n:02d}.py" for n in range(CONTENDED_POOL_SIZE))
 
 
-def source_tree(count: int) -> list[str]:
-    """``count`` paths, ``top/dirNN/subN/fileNNNNN.py``, for the loaded history."""
-    per_top = max(1, count // len(TOP_DIRECTORIES))
-    return [
-        f"{top}/dir{index % 25:02d}/sub{(index // 25) % 8}/file{index:05d}.py"
-        for top in TOP_DIRECTORIES
-        for index in range(per_top)
-    ]
-
-
 def create_workspace(agent_count: int) -> BenchWorkspace:
     """The workspace, its key, its project, the agents and their issues."""
     workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Bench")
@@ -168,24 +162,6 @@ def drop(bench: BenchWorkspace) -> None:
 # --- helpers ------------------------------------------------------------------------
 
 
-def postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
-def stamp(moment: datetime) -> Any:
-    """A timestamp as the backend stores it (SQLite: Django's UTC text, microseconds)."""
-    if postgres():
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
-
-
-def execute_many(sql: str, rows: Iterator[tuple[Any, ...]]) -> None:
-    """Insert ``rows`` in chunks, all in one transaction (SQLite)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        while chunk := [row for _, row in zip(range(ROWS_PER_EXECUTEMANY), rows, strict=False)]:
-            cursor.executemany(sql, chunk)
-
-
 def analyze(*models: Any) -> None:
     """Refresh PostgreSQL's statistics after a bulk load, as autovacuum soon would."""
     if not postgres():
@@ -222,53 +198,15 @@ def ensure_fleet(bench: BenchWorkspace, count: int) -> list[int]:
 
 # --- live: sessions -------------------------------------------------------------------
 
-SESSIONS = AgentSession._meta.db_table
-
 
 def load_sessions(bench: BenchWorkspace, volumes: Volumes) -> None:
     """``stale_sessions`` past sessions (every other one ended, the rest active with a
     heartbeat 16 h to 90 days old) and ``live_sessions`` live ones."""
     agents = ensure_fleet(bench, volumes.fleet_agents)
     if postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                INSERT INTO {SESSIONS} (workspace_id, agent_id, status, started_at,
-                                        last_heartbeat_at, ended_at)
-                SELECT %s, (%s::bigint[])[1 + n %% %s],
-                       CASE WHEN n %% 2 = 0 THEN 'ended' ELSE 'active' END,
-                       started, started + lived,
-                       CASE WHEN n %% 2 = 0 THEN started + lived END
-                FROM (SELECT n,
-                             statement_timestamp() - interval '1 day'
-                               - random() * interval '{HISTORY_DAYS - 1} days' AS started,
-                             random() * interval '8 hours' AS lived
-                      FROM generate_series(1, %s) AS n) AS generated
-                """,
-                [bench.pk, agents, len(agents), volumes.stale_sessions],
-            )
+        load_stale_sessions_postgres(bench, volumes, agents)
     else:
-        now = timezone.now()
-        rng = random.Random(1)
-
-        def session_row(n: int) -> tuple[Any, ...]:
-            started = now - timedelta(days=1 + rng.random() * (HISTORY_DAYS - 1))
-            last = started + timedelta(hours=8 * rng.random())
-            ended = n % 2 == 0
-            return (
-                bench.pk,
-                agents[n % len(agents)],
-                "ended" if ended else "active",
-                stamp(started),
-                stamp(last),
-                stamp(last) if ended else None,
-            )
-
-        execute_many(
-            f"INSERT INTO {SESSIONS} (workspace_id, agent_id, status, started_at,"
-            " last_heartbeat_at, ended_at) VALUES (%s, %s, %s, %s, %s, %s)",
-            (session_row(n) for n in range(1, volumes.stale_sessions + 1)),
-        )
+        load_stale_sessions_sqlite(bench, volumes, agents)
     live = AgentSession.objects.bulk_create(
         AgentSession(workspace=bench.workspace, agent_id=agents[n % len(agents)])
         for n in range(volumes.live_sessions)
@@ -327,9 +265,6 @@ def load_ready_issues(bench: BenchWorkspace, volumes: Volumes) -> None:
 
 # --- growth: history and active claims ----------------------------------------------
 
-CLAIMS = FileClaim._meta.db_table
-CONFLICTS = ClaimConflict._meta.db_table
-
 
 def load_history(bench: BenchWorkspace, volumes: Volumes) -> None:
     """``history_claims`` released claims and ``history_conflicts`` conflict rows
@@ -342,118 +277,6 @@ def load_history(bench: BenchWorkspace, volumes: Volumes) -> None:
     else:
         load_history_sqlite(bench, volumes, agents, issues, source_tree(volumes.history_paths))
     analyze(FileClaim, ClaimConflict)
-
-
-def tree_path_sql(number: str, count: int) -> str:
-    """SQL for ``source_tree(count)[number]``: the path is built from its number, since
-    indexing a large text array costs PostgreSQL a walk along it for every row."""
-    per_top = max(1, count // len(TOP_DIRECTORIES))
-    tops = ", ".join(f"'{top}'" for top in TOP_DIRECTORIES)
-    index = f"({number} %% {per_top})"
-    return (
-        f"(ARRAY[{tops}])[1 + {number} / {per_top}]"
-        f" || '/dir' || lpad(({index} %% 25)::text, 2, '0')"
-        f" || '/sub' || (({index} / 25) %% 8)::text"
-        f" || '/file' || lpad({index}::text, 5, '0') || '.py'"
-    )
-
-
-def load_history_postgres(
-    bench: BenchWorkspace,
-    volumes: Volumes,
-    agents: list[int],
-    issues: list[int],
-) -> None:
-    def pick(array: str, size: int) -> str:
-        return f"({array})[1 + floor(random() * {size})::int]"
-
-    issue = pick("%(issues)s::bigint[]", len(issues))
-    agent = pick("%(agents)s::bigint[]", len(agents))
-    path_count = len(source_tree(volumes.history_paths))
-    path = tree_path_sql("path_number", path_count)
-    # A cubed uniform draw favours the first paths: a few hot spots, a long tail.
-    path_number = f"floor(power(random(), 3) * {path_count})::int AS path_number"
-    params: dict[str, Any] = {"workspace": bench.pk, "issues": issues, "agents": agents}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {CLAIMS} (workspace_id, issue_id, agent_id, path, claimed_at,
-                                  released_at, release_reason)
-            SELECT %(workspace)s, {issue}, {agent}, {path}, claimed,
-                   LEAST(claimed + interval '1 minute' + random() * interval '4 hours',
-                         statement_timestamp()),
-                   'released'
-            FROM (SELECT statement_timestamp() - random() * interval '{HISTORY_DAYS} days'
-                           AS claimed,
-                         {path_number}
-                  FROM generate_series(1, %(rows)s)) AS generated
-            """,
-            {**params, "rows": volumes.history_claims},
-        )
-        cursor.execute(
-            f"""
-            INSERT INTO {CONFLICTS} (workspace_id, path, rejected_issue_id, rejected_agent_id,
-                                     holding_issue_id, holding_agent_id, forced, occurred_at)
-            SELECT %(workspace)s, {path}, {issue}, {agent}, {issue}, {agent}, random() < 0.2,
-                   statement_timestamp() - random() * interval '{HISTORY_DAYS} days'
-            FROM (SELECT {path_number} FROM generate_series(1, %(rows)s)) AS generated
-            """,
-            {**params, "rows": volumes.history_conflicts},
-        )
-
-
-def load_history_sqlite(
-    bench: BenchWorkspace,
-    volumes: Volumes,
-    agents: list[int],
-    issues: list[int],
-    paths: list[str],
-) -> None:
-    rng = random.Random(3)
-    now = timezone.now()
-
-    def path() -> str:
-        return paths[int(len(paths) * rng.random() ** 3)]
-
-    def moment() -> datetime:
-        return now - timedelta(days=rng.random() * HISTORY_DAYS)
-
-    def claim_row() -> tuple[Any, ...]:
-        claimed = moment()
-        released = min(claimed + timedelta(minutes=1 + rng.random() * 240), now)
-        return (
-            bench.pk,
-            rng.choice(issues),
-            rng.choice(agents),
-            path(),
-            stamp(claimed),
-            stamp(released),
-            "released",
-        )
-
-    def conflict_row() -> tuple[Any, ...]:
-        return (
-            bench.pk,
-            path(),
-            rng.choice(issues),
-            rng.choice(agents),
-            rng.choice(issues),
-            rng.choice(agents),
-            rng.random() < 0.2,
-            stamp(moment()),
-        )
-
-    execute_many(
-        f"INSERT INTO {CLAIMS} (workspace_id, issue_id, agent_id, path, claimed_at,"
-        " released_at, release_reason) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-        (claim_row() for _ in range(volumes.history_claims)),
-    )
-    execute_many(
-        f"INSERT INTO {CONFLICTS} (workspace_id, path, rejected_issue_id, rejected_agent_id,"
-        " holding_issue_id, holding_agent_id, forced, occurred_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (conflict_row() for _ in range(volumes.history_conflicts)),
-    )
 
 
 def load_active_claims(bench: BenchWorkspace, volumes: Volumes) -> None:

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from coordination.demo import finale, world
 from coordination.demo.clock import Clock
-from coordination.demo.simulation import Simulation, Worker
+from coordination.demo.simulation import Simulation
+from coordination.demo.state import Worker
 from coordination.demo.summary import Summary, summarise
 from coordination.liveness import session_ttl
 from coordination.models import Workspace

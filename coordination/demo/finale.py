@@ -13,7 +13,8 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef
 
 from coordination.demo import world
-from coordination.demo.simulation import Simulation, Worker
+from coordination.demo.simulation import Simulation
+from coordination.demo.state import Worker
 from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import Issue, IssueLease
 from coordination.services import leases
