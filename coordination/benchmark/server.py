@@ -138,13 +138,11 @@ def gunicorn(
     listener.listen(LISTEN_BACKLOG)
     listener.set_inheritable(True)
     host, port = listener.getsockname()
+    temporary = log_path is None
     if log_path is None:
-        log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the child
-            prefix="projektor-gunicorn-", suffix=".log", delete=False
-        )
-        path, temporary = Path(log_file.name), True
-    else:
-        log_file, path, temporary = log_path.open("wb"), log_path, False
+        descriptor, name = tempfile.mkstemp(prefix="projektor-gunicorn-", suffix=".log")
+        os.close(descriptor)
+        log_path = Path(name)
     command = [
         sys.executable,
         "-m",
@@ -160,21 +158,21 @@ def gunicorn(
         "--log-level=warning",
     ]
     try:
-        process = subprocess.Popen(
-            command,
-            cwd=settings.BASE_DIR,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            pass_fds=(listener.fileno(),),
-            start_new_session=True,  # its own process group: the workers go with it
-        )
+        with log_path.open("wb") as log_file:
+            process = subprocess.Popen(
+                command,
+                cwd=settings.BASE_DIR,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,  # its own process group: the workers go with it
+            )
     finally:
         listener.close()  # gunicorn holds it now; connections fail fast once it stops
-        log_file.close()
     server = Server(
-        host=host, port=port, log_path=path, workers=workers, threads=threads, process=process
+        host=host, port=port, log_path=log_path, workers=workers, threads=threads, process=process
     )
     try:
         wait_until_serving(server)
@@ -182,7 +180,7 @@ def gunicorn(
     finally:
         stop(server)
     if temporary:
-        path.unlink(missing_ok=True)
+        log_path.unlink(missing_ok=True)
 
 
 def wait_until_serving(server: Server) -> None:
