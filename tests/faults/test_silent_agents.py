@@ -59,13 +59,17 @@ def test_a_silent_agents_lease_claims_and_lock_are_reclaimable_exactly_after_the
     def dispatch() -> Any:
         return post(api, "/runs/", {"session": other.pk, "issue": my_run_issue.pk})
 
-    # Silent for TTL - 2 s: still live, everything it holds is refused to others.
+    # Silent for TTL - 2 s: still live, everything it holds is refused to others. Set
+    # before each request: on a busy machine the four together may take 2 s.
     heartbeat_seconds_ago(silent, ttl - 2)
     assert api.get(f"{V1}/sessions/{silent.pk}/").json()["live"] is True
+    heartbeat_seconds_ago(silent, ttl - 2)
     held = assert_error(claim_lease(), 409, "lease_held")
     assert held["holder"]["session"] == silent.pk
+    heartbeat_seconds_ago(silent, ttl - 2)
     conflict = assert_error(claim_paths(), 409, "file_conflict")
     assert {c["session"] for c in conflict["conflicts"]} == {silent.pk}
+    heartbeat_seconds_ago(silent, ttl - 2)
     busy = assert_error(dispatch(), 409, "worktree_busy")
     assert busy["holder"]["session"] == silent.pk
     assert IssueLease.objects.unreleased().filter(session=silent).count() == 2
