@@ -1,4 +1,5 @@
-"""The app under gunicorn, as a production deployment on this machine would run it.
+"""The app under gunicorn, as a production deployment on this machine would run it:
+the one harness of the bench and of the tests that need real app processes.
 
 gthread workers (keep-alive works; the sync worker closes every connection),
 ``2 × cores + 1`` workers (gunicorn's guidance) and 4 threads each by default. The
@@ -16,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,12 +26,20 @@ from django.conf import settings
 
 DEFAULT_WORKERS = 2 * (os.cpu_count() or 1) + 1
 DEFAULT_THREADS = 4
+HOST = "127.0.0.1"
 # Longer than an agent waits at the start barrier for the others, so the server
 # does not close an agent's kept-alive connection before its first timed request.
 KEEPALIVE_SECONDS = 30
 LISTEN_BACKLOG = 2048  # gunicorn's default
-STARTUP_TIMEOUT_SECONDS = 60.0
+# Workers import Django; on a busy machine that alone can take many seconds.
+STARTUP_TIMEOUT_SECONDS = 120.0
+# gunicorn's own graceful stop gives up before ours does, then kills its workers.
+GRACEFUL_TIMEOUT_SECONDS = 5
 STOP_TIMEOUT_SECONDS = 15.0
+PROBE_TIMEOUT_SECONDS = 5
+# A page outside the API: probing it counts against no rate limit.
+PROBE_PATH = "/login/"
+PROC = Path("/proc")
 LOG_TAIL_LINES = 40
 # Django logs every 4xx answer as a warning ("Conflict: /api/v1/file-claims/"): the
 # bench makes thousands, which would bury an error's traceback in the log's tail.
@@ -40,7 +49,7 @@ ROUTINE_LOG_LINES = ("Conflict: ", "Not Found: ", "Bad Request: ")
 # never refusing; "off": not counted at all (settings.env_rate).
 THROTTLE_NEVER_REFUSES = "100000000/min"
 THROTTLE_OFF = "off"
-# Only for a bench started without one; the command's own process has its own.
+# Only for a server started without one; the command's own process has its own.
 BENCH_SECRET_KEY = "projektor-bench-only-secret-key-not-for-any-deployment"
 
 
@@ -55,7 +64,14 @@ class Server:
     log_path: Path
     workers: int
     threads: int
-    throttle_key: str
+    process: subprocess.Popen[bytes]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def worker_pids(self) -> list[int]:
+        """The master's live workers (a killed one is replaced under a new pid)."""
+        return children(self.process.pid) if self.alive() else []
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
@@ -66,25 +82,37 @@ class Server:
         return "\n".join(telling[-lines:])
 
 
-def server_environment(throttle_key: str) -> dict[str, str]:
-    """The command's environment (DATABASE_URL, the session TTL, ...), with the
-    bench's throttle limits, production mode and hosts the bench's requests name."""
-    return {
+def app_environment(overrides: Mapping[str, str | None]) -> dict[str, str]:
+    """This process's environment (DATABASE_URL, the session TTL, ...) in production
+    mode, serving the loopback host whatever ALLOWED_HOSTS says here, with
+    ``overrides`` (None: unset)."""
+    env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "projektor.settings",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or BENCH_SECRET_KEY,
         "DEBUG": "false",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "PROJEKTOR_THROTTLE_KEY": throttle_key,
-        "PROJEKTOR_THROTTLE_ANON": THROTTLE_NEVER_REFUSES,
+        "ALLOWED_HOSTS": f"{HOST},localhost",
     }
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def server_environment(throttle_key: str) -> dict[str, str]:
+    """The bench's server: its key throttle, and an address throttle that never refuses."""
+    return app_environment(
+        {"PROJEKTOR_THROTTLE_KEY": throttle_key, "PROJEKTOR_THROTTLE_ANON": THROTTLE_NEVER_REFUSES}
+    )
 
 
 def answers(host: str, port: int) -> bool:
-    """Any HTTP answer (a 401 without a key) means a worker is serving."""
-    connection = http.client.HTTPConnection(host, port, timeout=2)
+    """Any HTTP answer means a worker is serving."""
+    connection = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT_SECONDS)
     try:
-        connection.request("GET", "/api/v1/workflow/")
+        connection.request("GET", PROBE_PATH)
         connection.getresponse().read()
         return True
     except (OSError, http.client.HTTPException):
@@ -94,25 +122,27 @@ def answers(host: str, port: int) -> bool:
 
 
 @contextmanager
-def gunicorn(*, workers: int, threads: int, throttle_key: str) -> Iterator[Server]:
-    """Start gunicorn, wait until it answers, and stop it (SIGTERM, then kill) on exit."""
+def gunicorn(
+    *,
+    env: Mapping[str, str],
+    workers: int = DEFAULT_WORKERS,
+    threads: int = DEFAULT_THREADS,
+    log_path: Path | None = None,
+) -> Iterator[Server]:
+    """Start gunicorn with ``env`` (see ``app_environment``), wait until all its
+    workers are up and one answers, and stop it on exit. The log goes to
+    ``log_path``, else to a temporary file removed at the end."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind((HOST, 0))
     listener.listen(LISTEN_BACKLOG)
     listener.set_inheritable(True)
     host, port = listener.getsockname()
-    log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the child
-        prefix="projektor-bench-gunicorn-", suffix=".log", delete=False
-    )
-    server = Server(
-        host=host,
-        port=port,
-        log_path=Path(log_file.name),
-        workers=workers,
-        threads=threads,
-        throttle_key=throttle_key,
-    )
+    temporary = log_path is None
+    if log_path is None:
+        descriptor, name = tempfile.mkstemp(prefix="projektor-gunicorn-", suffix=".log")
+        os.close(descriptor)
+        log_path = Path(name)
     command = [
         sys.executable,
         "-m",
@@ -123,40 +153,46 @@ def gunicorn(*, workers: int, threads: int, throttle_key: str) -> Iterator[Serve
         f"--workers={workers}",
         f"--threads={threads}",
         f"--keep-alive={KEEPALIVE_SECONDS}",
+        f"--graceful-timeout={GRACEFUL_TIMEOUT_SECONDS}",
         "--error-logfile=-",
         "--log-level=warning",
     ]
     try:
-        process = subprocess.Popen(
-            command,
-            cwd=settings.BASE_DIR,
-            env=server_environment(throttle_key),
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            pass_fds=(listener.fileno(),),
-            start_new_session=True,  # its own process group: the workers go with it
-        )
+        with log_path.open("wb") as log_file:
+            process = subprocess.Popen(
+                command,
+                cwd=settings.BASE_DIR,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,  # its own process group: the workers go with it
+            )
     finally:
         listener.close()  # gunicorn holds it now; connections fail fast once it stops
-        log_file.close()
+    server = Server(
+        host=host, port=port, log_path=log_path, workers=workers, threads=threads, process=process
+    )
     try:
-        wait_until_serving(process, server)
+        wait_until_serving(server)
         yield server
     finally:
-        stop(process)
-    server.log_path.unlink(missing_ok=True)
+        stop(server)
+    if temporary:
+        log_path.unlink(missing_ok=True)
 
 
-def wait_until_serving(process: subprocess.Popen[bytes], server: Server) -> None:
+def wait_until_serving(server: Server) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if not server.alive():
             raise ServerFailed(
-                f"gunicorn exited with status {process.returncode} (log {server.log_path}):\n"
-                + server.log_tail()
+                f"gunicorn exited with status {server.process.returncode}"
+                f" (log {server.log_path}):\n{server.log_tail()}"
             )
-        if answers(server.host, server.port):
+        all_up = not PROC.is_dir() or len(server.worker_pids()) == server.workers
+        if all_up and answers(server.host, server.port):
             return
         time.sleep(0.1)
     raise ServerFailed(
@@ -165,13 +201,35 @@ def wait_until_serving(process: subprocess.Popen[bytes], server: Server) -> None
     )
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
+def stop(server: Server) -> None:
     """Graceful stop (SIGTERM: workers finish their requests), else kill its group."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # the group started above, and only it
-        process.wait()
+    process = server.process
+    for pid in server.worker_pids():  # a worker left frozen (SIGSTOP) never stops
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    # Not stopped in time, or the master died first and left its workers: the
+    # group started above, and only it.
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux's /proc; none elsewhere)."""
+    found = []
+    for stat in PROC.glob("[0-9]*/stat"):
+        try:
+            after_name = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited while we looked
+        state, parent = after_name[0], int(after_name[1])
+        if parent == pid and state not in ("Z", "X"):
+            found.append(int(stat.parent.name))
+    return sorted(found)

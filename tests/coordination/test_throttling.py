@@ -2,13 +2,14 @@
 
 import http.client
 import os
-import signal
+import secrets
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,12 +23,12 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from coordination.api import throttling
+from coordination.benchmark import server as harness
 from coordination.models import ApiKey
 from tests.api_helpers import V1, assert_error
 from tests.conftest import make_client
 
 BASE_DIR = Path(settings.BASE_DIR)
-SERVER_START = 60  # seconds: two gunicorn workers importing Django on a busy machine
 REQUEST_TIMEOUT = 30
 
 
@@ -147,9 +148,13 @@ def test_a_bad_rate_in_the_environment_stops_startup():
     assert result.returncode != 0 and "PROJEKTOR_THROTTLE_KEY" in result.stderr
 
 
-# --- across processes: two gunicorn workers share one counter ------------------------
+# --- across processes: two gunicorn servers share one counter -------------------------
 
 LIMIT = 12
+# Parallel clients, each alternating between the two servers. Before a server's first
+# answer at most 3 + 6 requests are counted (a client waits for each answer before
+# its next request), fewer than LIMIT: each server allows some.
+CONNECTIONS = 6
 
 
 def _base_env() -> dict[str, str]:
@@ -178,13 +183,10 @@ def _redis_url() -> str:
     return url
 
 
-def _clear_redis_counters(url: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url, socket_connect_timeout=2)
-    keys = list(client.scan_iter(match="throttle:*", count=1000))
-    if keys:
-        client.delete(*keys)
+def _unshared_key_id() -> int:
+    """The counter is named by the key's id, and a Redis may serve other suites at
+    the same time (whose first keys have the same ids): an id no other run uses."""
+    return 10**12 + secrets.randbelow(10**12)
 
 
 def _sqlite_database_with_key(path: Path, env: dict[str, str]) -> str:
@@ -194,7 +196,9 @@ def _sqlite_database_with_key(path: Path, env: dict[str, str]) -> str:
         "from django.core.management import call_command\n"
         "call_command('migrate', verbosity=0)\n"
         "from coordination.models import ApiKey, Workspace\n"
-        "print(ApiKey.issue(Workspace.objects.create(slug='w', name='W'))[1])\n"
+        "key, raw = ApiKey.issue(Workspace.objects.create(slug='w', name='W'))\n"
+        f"ApiKey.objects.filter(pk=key.pk).update(id={_unshared_key_id()})\n"
+        "print(raw)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -214,22 +218,6 @@ def _test_database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def _wait_for(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
-    """Until the server answers (a page outside the API, so nothing is counted)."""
-    deadline = time.monotonic() + SERVER_START
-    while time.monotonic() < deadline:
-        assert server.poll() is None, log.read_text()
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/login/")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"gunicorn did not answer within {SERVER_START}s:\n{log.read_text()}")
-
-
 def _outside_window_edge(period: int, margin: float = 30) -> None:
     """Do not start a burst in the last seconds of a fixed window (it would reset)."""
     left = period - time.time() % period
@@ -240,14 +228,19 @@ def _outside_window_edge(period: int, margin: float = 30) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("cache", ["database", "redis"])
 def test_two_gunicorn_workers_share_the_counter(cache, tmp_path, workspace):
-    env = {**_base_env(), "PROJEKTOR_THROTTLE_KEY": f"{LIMIT}/day"}
-    if cache == "redis":
-        env["REDIS_URL"] = _redis_url()
-        _clear_redis_counters(env["REDIS_URL"])
+    """Two servers of one worker each, every client alternating between them: each
+    server answers half the requests, more than LIMIT, so a counter of each process's
+    own would allow LIMIT on each; a shared one allows LIMIT in all."""
+    overrides: dict[str, str | None] = {
+        "PROJEKTOR_THROTTLE_KEY": f"{LIMIT}/day",
+        "REDIS_URL": _redis_url() if cache == "redis" else None,
+    }
     if connection.vendor == "postgresql":
         # The test database itself: the key made here is committed (transaction=True).
-        env["DATABASE_URL"] = _test_database_url()
-        _, raw = ApiKey.issue(workspace, "fleet")
+        overrides["DATABASE_URL"] = _test_database_url()
+        key, raw = ApiKey.issue(workspace, "fleet")
+        ApiKey.objects.filter(pk=key.pk).update(id=_unshared_key_id())
+        env = harness.app_environment(overrides)
         if cache == "database" and not isinstance(caches["throttle"], BaseDatabaseCache):
             # This suite runs on Redis, so migrate made no cache tables: make them.
             result = subprocess.run(
@@ -261,58 +254,52 @@ def test_two_gunicorn_workers_share_the_counter(cache, tmp_path, workspace):
             assert result.returncode == 0, result.stderr
     else:
         # pytest-django's SQLite database lives in this process's memory: use a file.
+        overrides["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+        env = harness.app_environment(overrides)
         raw = _sqlite_database_with_key(tmp_path / "db.sqlite3", env)
-        env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
 
-    port, log, access = _free_port(), tmp_path / "gunicorn.log", tmp_path / "access.log"
-    command = [sys.executable, "-m", "gunicorn", "projektor.wsgi", "-w", "2"]
-    command += ["-b", f"127.0.0.1:{port}", "--timeout", "60", "--error-logfile", str(log)]
-    command += ["--access-logfile", str(access), "--access-logformat", "%(p)s %(s)s %(U)s"]
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            command, cwd=BASE_DIR, env=env, stdout=output, stderr=output, start_new_session=True
-        )
-    try:
-        _wait_for(port, server, log)
+    with ExitStack() as servers:
+        ports = [
+            servers.enter_context(
+                harness.gunicorn(env=env, workers=1, log_path=tmp_path / f"{n}.log")
+            ).port
+            for n in range(2)
+        ]
         _outside_window_edge(86400)
-        answers = _burst(port, raw, requests=3 * LIMIT, connections=8)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+        answers = _burst(ports, raw, requests=3 * LIMIT, connections=CONNECTIONS)
 
-    statuses = Counter(status for status, _, _ in answers)
+    statuses = Counter(status for _, status, _, _ in answers)
     assert statuses == {200: LIMIT, 429: 2 * LIMIT}, statuses
-    for status, retry_after, body in answers:
+    for _, status, retry_after, body in answers:
         if status == 429:
             assert b'"code":"throttled"' in body and int(retry_after) >= 1
-    lines = [line.split() for line in access.read_text().splitlines()]
-    served_by = {pid for pid, status, path in lines if path == f"{V1}/workflow/"}
-    assert len(served_by) == 2, f"one worker served every request: {served_by}"
+    for port in ports:
+        served = Counter(status for by, status, _, _ in answers if by == port)
+        assert served.total() == 3 * LIMIT // 2, (port, served)
+        assert served[200] and served[429], f"server {port} did not both allow and refuse"
 
 
-def _burst(port: int, raw_key: str, requests: int, connections: int) -> list[Any]:
-    """``requests`` GETs over ``connections`` parallel connections: (status, Retry-After, body)."""
+def _burst(ports: list[int], raw_key: str, requests: int, connections: int) -> list[Any]:
+    """``requests`` GETs over ``connections`` parallel clients, each sending its n-th
+    request to ``ports[(client + n) % 2]``: (port, status, Retry-After, body)."""
     answers: list[Any] = []
     lock = threading.Lock()
     barrier = threading.Barrier(connections)
 
-    def client(count: int) -> None:
+    def client(index: int, count: int) -> None:
         barrier.wait()
-        for _ in range(count):
+        for n in range(count):
+            port = ports[(index + n) % len(ports)]
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
             conn.request("GET", f"{V1}/workflow/", headers={"Authorization": f"Bearer {raw_key}"})
             response = conn.getresponse()
-            answer = (response.status, response.getheader("Retry-After"), response.read())
+            answer = (port, response.status, response.getheader("Retry-After"), response.read())
             conn.close()
             with lock:
                 answers.append(answer)
 
     share = [requests // connections + (i < requests % connections) for i in range(connections)]
-    threads = [threading.Thread(target=client, args=(n,)) for n in share]
+    threads = [threading.Thread(target=client, args=(i, n)) for i, n in enumerate(share)]
     for thread in threads:
         thread.start()
     for thread in threads:
