@@ -6,7 +6,6 @@ admin app loads, before the ModelAdmins in that package register on it.
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -18,7 +17,6 @@ from django.utils import timezone
 from coordination import selectors
 from coordination.models import Run, Workspace
 
-RECENT = timedelta(hours=24)
 RUNS_SHOWN = 5  # per workspace: the newest runs that did not start
 
 
@@ -38,13 +36,13 @@ def dashboards(workspaces: QuerySet[Workspace]) -> list[WorkspaceDashboard]:
     workspace overview, the project loads and the runs that did not start, three
     queries however many workspaces there are."""
     now = timezone.now()
-    overview = list(selectors.workspace_overview(workspaces, since=now - RECENT))
+    overview = list(selectors.workspace_overview(workspaces, since=now - selectors.RECENT))
     loads: dict[int, list[selectors.ProjectLoad]] = defaultdict(list)
     for load in selectors.project_loads(overview):
         loads[load.workspace_id].append(load)
     runs: dict[int, list[Run]] = defaultdict(list)
     for run in selectors.troubled_runs(
-        overview, since=now - RECENT, until=now, per_workspace=RUNS_SHOWN
+        overview, since=now - selectors.RECENT, until=now, per_workspace=RUNS_SHOWN
     ):
         runs[run.workspace_id].append(run)
     return [

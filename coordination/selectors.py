@@ -4,10 +4,10 @@ other unknown reference in a body is 400 (DESIGN.md, error shape)."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.db import connection
 from django.db.models import (
     Case,
@@ -227,7 +227,7 @@ def messages(workspace: Workspace) -> QuerySet[Message]:
 # --- workspaces: who may see which, and each at a glance ---------------------------
 
 
-def workspaces_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Workspace]:
+def workspaces_visible_to(user: AbstractUser | AnonymousUser) -> QuerySet[Workspace]:
     """Members see their workspaces; superusers see every one; nobody else sees any.
     The one access rule of the managers' pages, the admin dashboard and the API's
     logged-in members."""
@@ -237,6 +237,9 @@ def workspaces_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Wo
     if user.is_superuser:
         return workspaces
     return workspaces.filter(members=user.pk)
+
+
+RECENT = timedelta(hours=24)  # "the last 24 h" of the workspace list and the dashboard
 
 
 def count_of(rows: QuerySet[Any]) -> Subquery:

@@ -26,7 +26,7 @@ def query_parameters(form: type[forms.Form]) -> list[OpenApiParameter]:
     """The form's fields as query parameters: the schema says what the form accepts."""
     parameters = []
     for name, field in form.base_fields.items():
-        description = None
+        description = ""
         schema: dict[str, Any]
         if isinstance(field, forms.DateTimeField):
             schema = {"type": "string", "format": "date-time"}
@@ -70,8 +70,9 @@ class HeatmapView(APIView):
     def get(self, request: Request) -> Response:
         query = HeatmapForm(request.query_params)
         if not query.is_valid():
+            errors = query.errors.get_json_data()
             raise serializers.ValidationError(
-                {field: list(messages) for field, messages in query.errors.items()}
+                {field: [error["message"] for error in found] for field, found in errors.items()}
             )
         workspace: Workspace = request.workspace  # type: ignore[attr-defined]
         heatmap = selectors.code_heatmap(workspace, **query.heatmap_arguments(workspace))

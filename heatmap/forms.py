@@ -65,7 +65,9 @@ class HeatmapForm(WindowForm):
     project = forms.CharField(
         required=False, max_length=100, error_messages={"max_length": TOO_LONG}
     )
-    prefix = forms.CharField(
+    # Not the form's own ``prefix`` (for field names): the form's metaclass moves
+    # declared fields off the class, so that attribute stays as Django sets it.
+    prefix = forms.CharField(  # type: ignore[assignment]
         required=False, strip=False, max_length=1024, error_messages={"max_length": TOO_LONG}
     )
     depth = forms.IntegerField(

@@ -2,6 +2,8 @@
 
 Read-only queries for the health page. Every count is made by the database
 (``GROUP BY`` day and kind); liveness is the one predicate of ``coordination.liveness``.
+The project loads and the runs that did not start are coordination's selectors, which
+the admin dashboard shows too.
 """
 
 from collections import defaultdict

@@ -20,7 +20,6 @@ from heatmap import figures, health, selectors
 from heatmap.forms import HeatmapForm, WindowForm
 
 PRESETS = (("24 h", timedelta(hours=24)), ("7 d", timedelta(days=7)), ("30 d", timedelta(days=30)))
-RECENT = timedelta(hours=24)  # the workspace list's "conflicts, last 24 h"
 
 
 def workspace_or_404(request: HttpRequest, slug: str) -> Workspace:
@@ -42,7 +41,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def workspace_list(request: HttpRequest) -> HttpResponse:
     rows = coordination_selectors.workspace_overview(
-        coordination_selectors.workspaces_visible_to(request.user), since=timezone.now() - RECENT
+        coordination_selectors.workspaces_visible_to(request.user),
+        since=timezone.now() - coordination_selectors.RECENT,
     )
     return render(request, "heatmap/workspaces.html", {"nav": "workspaces", "workspaces": rows})
 
