@@ -19,6 +19,7 @@ ISO_8601 = (
     "Datetime has wrong format. Use one of these formats instead: "
     "YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]."
 )
+OUT_OF_RANGE = "The window must lie within the years 1 to 9999."
 TOO_LONG = "Ensure this field has no more than %(limit_value)d characters."
 
 
@@ -42,12 +43,14 @@ class WindowForm(forms.Form):
         data = super().clean() or {}
         if self.errors:  # the window is judged once its fields parse
             return data
-        until = data.get("until") or timezone.now()
-        since = data.get("since") or until - self.default_window
+        try:  # shown and answered in the server's time zone, whatever offset was sent
+            until = timezone.localtime(data.get("until") or timezone.now())
+            since = timezone.localtime(data.get("since") or until - self.default_window)
+        except OverflowError as error:  # e.g. until=0001-01-01: a window before year 1
+            raise forms.ValidationError({"since": OUT_OF_RANGE}) from error
         if since >= until:
             raise forms.ValidationError({"since": "since must be earlier than until."})
-        # Shown and answered in the server's time zone, whatever offset was sent.
-        return {**data, "since": timezone.localtime(since), "until": timezone.localtime(until)}
+        return {**data, "since": since, "until": until}
 
 
 class HeatmapForm(WindowForm):

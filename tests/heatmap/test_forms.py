@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from heatmap.forms import HeatmapForm, WindowForm
+from heatmap.forms import OUT_OF_RANGE, HeatmapForm, WindowForm
 
 ISO = (
     "Datetime has wrong format. Use one of these formats instead: "
@@ -69,6 +69,8 @@ def test_a_window_sent_with_an_offset_is_read_in_the_server_s_time_zone():
             {"prefix": ["Ensure this field has no more than 1024 characters."]},
         ),
         ({"prefix": "a\x00b"}, {"prefix": ["Null characters are not allowed."]}),
+        ({"until": "0001-01-01T00:00Z"}, {"since": [OUT_OF_RANGE]}),
+        ({"since": "0001-01-01T00:00+01:00"}, {"since": [OUT_OF_RANGE]}),
     ],
 )
 def test_a_bad_field_is_named_with_the_api_s_message(data, expected):
