@@ -31,6 +31,7 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 	$(TEST_ENV) $(BIN)/mypy .
+	$(BIN)/lint-imports
 
 test-sqlite: install browser
 	$(TEST_ENV) $(BIN)/pytest -m "not postgres"

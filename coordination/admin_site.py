@@ -4,50 +4,59 @@ A module of its own, outside ``coordination.admin``: the site is built while the
 admin app loads, before the ModelAdmins in that package register on it.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from coordination import selectors
-from coordination.models import ClaimConflict, Run, WipCapDenial, Workspace
-from heatmap import health
+from coordination.models import Run, Workspace
 
-RECENT = timedelta(hours=24)
+RUNS_SHOWN = 5  # per workspace: the newest runs that did not start
 
 
 @dataclass(frozen=True)
 class WorkspaceDashboard:
     workspace: Workspace
     live_agents: int
-    loads: list[health.ProjectLoad]
+    loads: list[selectors.ProjectLoad]
     rejected: int
     forced: int
     denials: int
     troubled_runs: list[Run]
 
 
-def dashboard(workspace: Workspace) -> WorkspaceDashboard:
-    """The last 24 h of one workspace, as an operator needs it at a glance."""
-    since = timezone.now() - RECENT
-    conflicts = ClaimConflict.objects.filter(workspace=workspace, occurred_at__gte=since)
-    counts = conflicts.aggregate(
-        rejected=Count("pk", filter=Q(forced=False)), forced=Count("pk", filter=Q(forced=True))
-    )
-    return WorkspaceDashboard(
-        workspace=workspace,
-        live_agents=selectors.live_sessions(workspace).count(),
-        loads=health.project_loads(workspace),
-        rejected=counts["rejected"],
-        forced=counts["forced"],
-        denials=WipCapDenial.objects.filter(workspace=workspace, occurred_at__gte=since).count(),
-        troubled_runs=list(health.troubled_runs(workspace, since, timezone.now(), limit=5)),
-    )
+def dashboards(workspaces: QuerySet[Workspace]) -> list[WorkspaceDashboard]:
+    """The last 24 h of each workspace, as an operator needs it at a glance: the
+    workspace overview, the project loads and the runs that did not start, three
+    queries however many workspaces there are."""
+    now = timezone.now()
+    overview = list(selectors.workspace_overview(workspaces, since=now - selectors.RECENT))
+    loads: dict[int, list[selectors.ProjectLoad]] = defaultdict(list)
+    for load in selectors.project_loads(overview):
+        loads[load.workspace_id].append(load)
+    runs: dict[int, list[Run]] = defaultdict(list)
+    for run in selectors.troubled_runs(
+        overview, since=now - selectors.RECENT, until=now, per_workspace=RUNS_SHOWN
+    ):
+        runs[run.workspace_id].append(run)
+    return [
+        WorkspaceDashboard(
+            workspace=workspace,
+            live_agents=workspace.live_agents,  # type: ignore[attr-defined]
+            loads=loads[workspace.pk],
+            rejected=workspace.rejected,  # type: ignore[attr-defined]
+            forced=workspace.forced,  # type: ignore[attr-defined]
+            denials=workspace.denials,  # type: ignore[attr-defined]
+            troubled_runs=runs[workspace.pk],
+        )
+        for workspace in overview
+    ]
 
 
 class ProjektorAdminSite(admin.AdminSite):
@@ -58,7 +67,7 @@ class ProjektorAdminSite(admin.AdminSite):
     index_template = "admin/projektor_index.html"
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
-        workspaces = Workspace.objects.order_by("name", "slug")
-        context = {"dashboards": [dashboard(workspace) for workspace in workspaces]}
+        workspaces = selectors.workspaces_visible_to(request.user)
+        context = {"dashboards": dashboards(workspaces)}
         response: TemplateResponse = super().index(request, {**(extra_context or {}), **context})
         return response

@@ -10,7 +10,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from heatmap.health import DailySeries, ProjectLoad
+from coordination.selectors import ProjectLoad
+from heatmap.health import DailySeries
 from heatmap.selectors import Heatmap
 
 ROOT_ID = "/"  # no claimed path is absolute, so this id never collides with a node

@@ -2,6 +2,8 @@
 
 Read-only queries for the health page. Every count is made by the database
 (``GROUP BY`` day and kind); liveness is the one predicate of ``coordination.liveness``.
+The project loads and the runs that did not start are coordination's selectors, which
+the admin dashboard shows too.
 """
 
 from collections import defaultdict
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 
 from coordination import selectors
@@ -19,14 +21,11 @@ from coordination.models import (
     ClaimConflict,
     FileClaim,
     IssueLease,
-    Project,
     ReleaseReason,
     Run,
     WipCapDenial,
     Workspace,
 )
-
-TROUBLED_RUN_STATUSES = (Run.Status.SKIPPED, Run.Status.CANCELLED)
 
 
 def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
@@ -37,39 +36,6 @@ def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
             "file_claims", filter=Q(file_claims__released_at__isnull=True), distinct=True
         ),
     )
-
-
-@dataclass(frozen=True)
-class ProjectLoad:
-    pk: int
-    key: str
-    name: str
-    limit: int
-    live: int  # unreleased leases whose holder is live: what the WIP cap counts
-    stale: int  # unreleased, holder dead: reclaimable by the next claimer
-
-
-def project_loads(workspace: Workspace) -> list[ProjectLoad]:
-    unreleased = Q(issues__leases__released_at__isnull=True)
-    rows = (
-        Project.objects.filter(workspace=workspace)
-        .annotate(
-            live=Count("issues__leases", filter=unreleased & live_q("issues__leases__session__")),
-            unreleased=Count("issues__leases", filter=unreleased),
-        )
-        .order_by("key")
-    )
-    return [
-        ProjectLoad(
-            pk=row.pk,
-            key=row.key,
-            name=row.name,
-            limit=row.agent_wip_limit,
-            live=row.live,  # type: ignore[attr-defined]
-            stale=row.unreleased - row.live,  # type: ignore[attr-defined]
-        )
-        for row in rows
-    ]
 
 
 @dataclass(frozen=True)
@@ -192,27 +158,11 @@ def session_outcomes(workspace: Workspace, since: datetime, until: datetime) -> 
     )
 
 
-def troubled_runs(
-    workspace: Workspace, since: datetime, until: datetime, *, limit: int = 15
-) -> QuerySet[Run]:
-    """Runs that did not start: skipped (worktree unresolved) or cancelled (busy)."""
-    return (
-        Run.objects.filter(
-            workspace=workspace,
-            status__in=TROUBLED_RUN_STATUSES,
-            started_at__gte=since,
-            started_at__lt=until,
-        )
-        .select_related("issue", "agent", "worktree")
-        .order_by("-started_at", "-id")[:limit]
-    )
-
-
 def troubled_run_counts(workspace: Workspace, since: datetime, until: datetime) -> dict[str, int]:
     rows = (
         Run.objects.filter(
             workspace=workspace,
-            status__in=TROUBLED_RUN_STATUSES,
+            status__in=selectors.TROUBLED_RUN_STATUSES,
             started_at__gte=since,
             started_at__lt=until,
         )
@@ -220,23 +170,4 @@ def troubled_run_counts(workspace: Workspace, since: datetime, until: datetime) 
         .annotate(n=Count("*"))
         .order_by()
     )
-    return {str(status): 0 for status in TROUBLED_RUN_STATUSES} | dict(rows)
-
-
-def workspace_overview(workspaces: QuerySet[Any], *, conflicts_since: datetime) -> QuerySet[Any]:
-    """Each workspace with its live agents now and conflicts since ``conflicts_since``,
-    as two subqueries, so the list costs one query however many workspaces it shows."""
-    live = AgentSession.objects.filter(live_q(), workspace=OuterRef("pk"))
-    conflicts = ClaimConflict.objects.filter(
-        workspace=OuterRef("pk"), occurred_at__gte=conflicts_since
-    )
-    return workspaces.annotate(
-        live_agents=count_of(live),
-        recent_conflicts=count_of(conflicts),
-    )
-
-
-def count_of(rows: QuerySet[Any]) -> Subquery:
-    """``(SELECT COUNT(*) …)``: a plain function, not an aggregate, so no GROUP BY."""
-    counted = rows.order_by().annotate(n=Func("pk", function="COUNT")).values("n")
-    return Subquery(counted, output_field=IntegerField())
+    return {str(status): 0 for status in selectors.TROUBLED_RUN_STATUSES} | dict(rows)

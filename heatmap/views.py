@@ -8,32 +8,25 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
+from coordination import selectors as coordination_selectors
 from coordination.errors import CoordinationError
 from coordination.models import FileClaim, IssueLease, Project, Workspace
 from heatmap import figures, health, selectors
-from heatmap.queries import HeatmapQuery, WindowQuery, heatmap_arguments
+from heatmap.forms import HeatmapForm, WindowForm
 
 PRESETS = (("24 h", timedelta(hours=24)), ("7 d", timedelta(days=7)), ("30 d", timedelta(days=30)))
-
-
-def visible_workspaces(request: HttpRequest) -> QuerySet[Workspace]:
-    """Members see their workspaces; superusers see every one."""
-    workspaces = Workspace.objects.order_by("name", "slug")
-    if request.user.is_superuser:
-        return workspaces
-    return workspaces.filter(members=request.user.pk)
 
 
 def workspace_or_404(request: HttpRequest, slug: str) -> Workspace:
     """The same 404 for a workspace that does not exist and one the user may not
     see: the page never hints that it exists."""
-    workspace = visible_workspaces(request).filter(slug=slug).first()
+    visible = coordination_selectors.workspaces_visible_to(request.user)
+    workspace = visible.filter(slug=slug).first()
     if workspace is None:
         raise Http404("No such workspace.")
     return workspace
@@ -47,8 +40,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def workspace_list(request: HttpRequest) -> HttpResponse:
-    rows = health.workspace_overview(
-        visible_workspaces(request), conflicts_since=timezone.now() - timedelta(hours=24)
+    rows = coordination_selectors.workspace_overview(
+        coordination_selectors.workspaces_visible_to(request.user),
+        since=timezone.now() - coordination_selectors.RECENT,
     )
     return render(request, "heatmap/workspaces.html", {"nav": "workspaces", "workspaces": rows})
 
@@ -93,13 +87,13 @@ def invalid_query(request: HttpRequest, workspace: Workspace, template: str, err
 @login_required
 def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_or_404(request, slug)
-    query = HeatmapQuery(data=request.GET)
+    query = HeatmapForm(request.GET)
     if not query.is_valid():
         return invalid_query(request, workspace, "heatmap/heatmap.html", query.errors)
     try:
-        arguments = heatmap_arguments(workspace, query.validated_data)
+        arguments = query.heatmap_arguments(workspace)
     except CoordinationError as error:
-        return invalid_query(request, workspace, "heatmap/heatmap.html", {"query": error.detail})
+        return invalid_query(request, workspace, "heatmap/heatmap.html", {"query": [error.detail]})
     heatmap = selectors.code_heatmap(workspace, **arguments)
     path = request.path
     params = {  # links keep the window as given: an open "until" stays "now"
@@ -119,7 +113,7 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
         "workspace": workspace,
         "heatmap": heatmap,
         "params": params,
-        "form": window_form(query.validated_data),
+        "form": window_form(query.cleaned_data),
         "projects": Project.objects.filter(workspace=workspace).order_by("key"),
         "modes": [
             {
@@ -156,12 +150,12 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def health_page(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_or_404(request, slug)
-    query = WindowQuery(data=request.GET)
+    query = WindowForm(request.GET)
     if not query.is_valid():
         return invalid_query(request, workspace, "heatmap/health.html", query.errors)
-    since, until = query.validated_data["since"], query.validated_data["until"]
+    since, until = query.cleaned_data["since"], query.cleaned_data["until"]
     window = (workspace, since, until)
-    loads = health.project_loads(workspace)
+    loads = coordination_selectors.project_loads([workspace])
     conflicts = health.conflicts_per_day(*window)
     denials = health.wip_denials_per_day(*window)
     lease_releases = health.releases_per_day(IssueLease, *window)
@@ -190,7 +184,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "nav": "health",
         "workspace": workspace,
-        "form": window_form(query.validated_data),
+        "form": window_form(query.cleaned_data),
         "presets": presets(request.path, {}, now=timezone.now()),
         "agents": health.live_agents(workspace),
         "loads": loads,
@@ -213,6 +207,8 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
             for chart_id, daily, title, colours in charts
         ],
         "run_counts": health.troubled_run_counts(*window),
-        "runs": health.troubled_runs(*window),
+        "runs": coordination_selectors.troubled_runs(
+            [workspace], since=since, until=until, per_workspace=15
+        ),
     }
     return render(request, "heatmap/health.html", context)

@@ -6,22 +6,20 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from coordination.api.schema import PublicDocsView, PublicSchemaView
-from heatmap import views as pages
+from heatmap import urls as heatmap_urls
 
 API_PREFIX = "/api/"
 
 urlpatterns = [
-    path("", pages.home, name="home"),
+    path("", include(heatmap_urls.urlpatterns)),  # the managers' pages
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("workspaces/", pages.workspace_list, name="workspaces"),
-    path("workspaces/<slug:slug>/heatmap/", pages.heatmap_page, name="heatmap"),
-    path("workspaces/<slug:slug>/health/", pages.health_page, name="health"),
     path("admin/", admin.site.urls),
     path("guard/", include("coordination.guard.urls")),
     path("api/v1/schema/", PublicSchemaView.as_view(), name="schema"),
     path("api/v1/docs/", PublicDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("coordination.api.urls")),
+    path("api/v1/", include(heatmap_urls.api_urlpatterns)),
     path("mcp", include("coordination.mcp.urls")),  # MCP for agents: API key, no CSRF
     # Any other /api/ URL answers JSON too, never Django's HTML page (even with DEBUG),
     # for every method: agents send no CSRF cookie, and there is nothing here to protect.

@@ -2,11 +2,11 @@
 
 from typing import Any
 
-from django.db.models import Q
 from rest_framework import authentication, permissions
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
+from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import ApiKey, Workspace
 from coordination.services import keys
@@ -64,10 +64,7 @@ class WorkspaceMember(permissions.BasePermission):
             raise InvalidInput(
                 f"Name the workspace with the {WORKSPACE_HEADER} header or ?workspace=."
             )
-        workspaces = Workspace.objects.filter(slug=slug)
-        if not request.user.is_superuser:
-            workspaces = workspaces.filter(Q(members=request.user))
-        workspace = workspaces.first()
+        workspace = selectors.workspaces_visible_to(request.user).filter(slug=slug).first()
         if workspace is None:
             raise NotFound("No such workspace.")
         request.workspace = workspace  # type: ignore[attr-defined]

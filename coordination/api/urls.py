@@ -2,7 +2,6 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from coordination.api import file_claims, issues, messages, runs, sessions, work
-from heatmap.api import HeatmapView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -22,7 +21,6 @@ router.register("messages", messages.MessageViewSet, basename="message")
 
 urlpatterns = [
     path("workflow/", issues.WorkflowView.as_view(), name="workflow"),
-    path("heatmap/", HeatmapView.as_view(), name="heatmap"),
     path("work/start/", work.StartWorkView.as_view(), name="work-start"),
     path("work/finish/", work.FinishWorkView.as_view(), name="work-finish"),
     *router.urls,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.conf import settings
-from django.urls import URLPattern, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -40,10 +40,20 @@ class Route:
         return f"{self.method.upper()} {self.name}{suffix}"
 
 
+def api_patterns() -> list[Any]:
+    """Each URL pattern included under /api/v1/ (coordination's API and the heatmap's)."""
+    return [
+        pattern
+        for entry in get_resolver().url_patterns
+        if isinstance(entry, URLResolver) and str(entry.pattern) == "api/v1/"
+        for pattern in entry.url_patterns
+    ]
+
+
 def enumerate_routes() -> list[Route]:
-    """Each URL pattern of coordination.api.urls with each method its view allows."""
+    """Each URL pattern of the API with each method its view allows."""
     routes = []
-    for pattern in api_urls.urlpatterns:
+    for pattern in api_patterns():
         assert isinstance(pattern, URLPattern)
         view = pattern.callback
         view_class = getattr(view, "cls", None) or view.view_class  # type: ignore[attr-defined]

@@ -1,0 +1,103 @@
+"""The query string of the heatmap and health views, one Django form for the API and
+the pages alike: a bad mode, depth, date or window is a 400 naming the field.
+
+The messages are the API's, as its clients have always read them.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from coordination import selectors as coordination_selectors
+from coordination.models import Workspace
+from heatmap import selectors
+from heatmap.selectors import DEFAULT_DEPTH, MAX_DEPTH, MODES
+
+ISO_8601 = (
+    "Datetime has wrong format. Use one of these formats instead: "
+    "YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]."
+)
+OUT_OF_RANGE = "The window must lie within the years 1 to 9999."
+TOO_LONG = "Ensure this field has no more than %(limit_value)d characters."
+
+
+def moment() -> forms.DateTimeField:
+    # ISO 8601 only (no input_formats): what the API documents, and what
+    # ``datetime-local`` inputs send.
+    return forms.DateTimeField(
+        required=False, input_formats=[], error_messages={"invalid": ISO_8601}
+    )
+
+
+class WindowForm(forms.Form):
+    """``since <= t < until``; ``until`` defaults to now, ``since`` to a window before it."""
+
+    default_window = timedelta(days=30)
+
+    since = moment()
+    until = moment()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:  # the window is judged once its fields parse
+            return data
+        try:  # shown and answered in the server's time zone, whatever offset was sent
+            until = timezone.localtime(data.get("until") or timezone.now())
+            since = timezone.localtime(data.get("since") or until - self.default_window)
+        except OverflowError as error:  # e.g. until=0001-01-01: a window before year 1
+            raise forms.ValidationError({"since": OUT_OF_RANGE}) from error
+        if since >= until:
+            raise forms.ValidationError({"since": "since must be earlier than until."})
+        return {**data, "since": since, "until": until}
+
+
+class HeatmapForm(WindowForm):
+    """The window, plus what to count and where: a missing mode or depth is its
+    ``initial`` value (the default the schema documents)."""
+
+    default_window = timedelta(days=7)
+
+    mode = forms.ChoiceField(
+        choices=[(mode, mode) for mode in MODES],
+        required=False,
+        initial="claims",
+        error_messages={"invalid_choice": '"%(value)s" is not a valid choice.'},
+    )
+    project = forms.CharField(
+        required=False, max_length=100, error_messages={"max_length": TOO_LONG}
+    )
+    # Not the form's own ``prefix`` (for field names): the form's metaclass moves
+    # declared fields off the class, so that attribute stays as Django sets it.
+    prefix = forms.CharField(  # type: ignore[assignment]
+        required=False, strip=False, max_length=1024, error_messages={"max_length": TOO_LONG}
+    )
+    depth = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_DEPTH,
+        initial=DEFAULT_DEPTH,
+        error_messages={"invalid": "A valid integer is required."},
+    )
+
+    def clean_mode(self) -> str:
+        return self.cleaned_data["mode"] or self.fields["mode"].initial
+
+    def clean_depth(self) -> int:
+        depth = self.cleaned_data["depth"]
+        return self.fields["depth"].initial if depth is None else depth
+
+    def heatmap_arguments(self, workspace: Workspace) -> dict[str, Any]:
+        """The valid query as keyword arguments of ``code_heatmap``; an unknown project
+        or a prefix that is not a valid path is a domain error (400)."""
+        query = self.cleaned_data
+        key = query["project"]
+        return {
+            "mode": query["mode"],
+            "since": query["since"],
+            "until": query["until"],
+            "project": coordination_selectors.get_project(workspace, key) if key else None,
+            "prefix": selectors.normalise_prefix(query["prefix"]),
+            "depth": query["depth"],
+        }
