@@ -24,6 +24,7 @@ from django.db.models import (
     Value,
     When,
     Window,
+    prefetch_related_objects,
 )
 from django.db.models.functions import RowNumber, Trim
 
@@ -43,6 +44,7 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
     Worktree,
+    WorktreeLock,
 )
 
 
@@ -68,14 +70,26 @@ def leases(workspace: Workspace) -> QuerySet[IssueLease]:
     )
 
 
-def issues(workspace: Workspace) -> QuerySet[Issue]:
+def unreleased_leases() -> Prefetch:
+    """An issue's unreleased lease (one at most), as ``unreleased_leases``."""
     unreleased = IssueLease.objects.unreleased().with_live().select_related("agent")
+    return Prefetch("leases", queryset=unreleased, to_attr="unreleased_leases")
+
+
+def issues(workspace: Workspace) -> QuerySet[Issue]:
     return (
         Issue.objects.filter(workspace=workspace)
         .select_related("project", "worktree", "assignee")
-        .prefetch_related(Prefetch("leases", queryset=unreleased, to_attr="unreleased_leases"))
+        .prefetch_related(unreleased_leases())
         .order_by("-id")
     )
+
+
+def issue_as_shown(issue: Issue) -> Issue:
+    """``issue`` as a service returned it, with what ``issues()`` loads: only what it
+    lacks is fetched (a relation already loaded, or empty, costs no query)."""
+    prefetch_related_objects([issue], "project", "worktree", "assignee", unreleased_leases())
+    return issue
 
 
 def ready_issues(
@@ -186,9 +200,13 @@ def worktrees(workspace: Workspace) -> QuerySet[Worktree]:
 
 
 def runs(workspace: Workspace) -> QuerySet[Run]:
+    """Each run with ``lock_fence``: the fence of its worktree lock (a run takes at
+    most one), or None; one subquery, so a list costs no query per run."""
+    lock = WorktreeLock.objects.filter(run=OuterRef("pk")).order_by("-id").values("fence")[:1]
     return (
         Run.objects.filter(workspace=workspace)
         .with_live()
+        .annotate(lock_fence=Subquery(lock))
         .select_related("worktree")
         .order_by("-id")
     )

@@ -230,6 +230,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Library classes whose docstrings describe no schema component (FieldsBoundOnce's).
+    "GET_LIB_DOC_EXCLUDES": "coordination.api.schema.lib_doc_excludes",
     "ENUM_NAME_OVERRIDES": {
         "IssueStatusEnum": "coordination.models.Issue.Status",
         "SessionStatusEnum": "coordination.models.AgentSession.Status",

@@ -1,14 +1,16 @@
 """What every viewset shares: the workspace scope, bounded ids, body parsing."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
+from django.db.models import QuerySet
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
-from coordination.api import serializers as s
 from coordination.api.auth import workspace_of
 from coordination.errors import NotFound
+from coordination.models import MAX_ID, Workspace
 
 # Up to 19 digits reach the view (9223372036854775807 is a valid id); a value past
 # the bigint range is a 404 there, never a database error. Longer ones match no route.
@@ -24,12 +26,20 @@ def parse(serializer_class: type[Serializer], request: Request, **kwargs: Any) -
 class WorkspaceViewSet(viewsets.GenericViewSet):
     """Base: every queryset comes from a selector scoped to the key's workspace."""
 
+    # A read viewset is declared as selector + serializer_class (+ filterset_class):
+    # its rows are ``selector(workspace)``, a plain function of coordination.selectors.
+    selector: ClassVar[Callable[[Workspace], QuerySet[Any]]]
     lookup_value_regex = ID_REGEX
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: 401 before 404
-        if int(kwargs.get(self.lookup_field, 0)) > s.MAX_ID:
+        if int(kwargs.get(self.lookup_field, 0)) > MAX_ID:
             raise NotFound("No such object.")
+
+    def get_queryset(self) -> QuerySet[Any]:
+        if getattr(self, "swagger_fake_view", False):  # the schema asks for the model only
+            return self.get_serializer_class().Meta.model.objects.none()  # type: ignore[attr-defined]
+        return type(self).selector(self.workspace)  # off the class: not bound to self
 
     @property
     def workspace(self) -> Any:

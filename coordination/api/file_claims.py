@@ -1,146 +1,30 @@
 """File claims [claim_files, release_files], the pre-commit check and the claim-conflict log."""
 
-from typing import Any
-
-from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
-from rest_framework import mixins, serializers, status
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
 from coordination.api.base import WorkspaceViewSet, parse
-from coordination.api.serializers import (
-    FenceField,
-    FieldsBoundOnce,
-    IdField,
-    ReleaseReasonField,
-    StrictBooleanField,
+from coordination.api.serializers.file_claims import (
+    ClaimConflictSerializer,
+    ClaimedFilesSerializer,
+    FileCheckInput,
+    FileCheckSerializer,
+    FileClaimInput,
+    FileClaimSerializer,
+    FileReleaseInput,
+    ReleasedFilesSerializer,
 )
-from coordination.models import ClaimConflict, FileClaim
 from coordination.services import file_claims
-
-# --- serializers -----------------------------------------------------------------
-
-
-@extend_schema_field(OpenApiTypes.STR)
-class PathField(serializers.Field):
-    """A JSON string, passed on as given: the service normalises it, so that every
-    rejected path (empty, control characters, ...) is a 400 that names it."""
-
-    default_error_messages = {"invalid": "A path must be a string."}
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return data
-
-    def to_representation(self, value: str) -> str:
-        return value
-
-
-def path_list(**kwargs: Any) -> serializers.ListField:
-    return serializers.ListField(
-        child=PathField(), min_length=1, max_length=file_claims.MAX_PATHS, **kwargs
-    )
-
-
-class FileClaimInput(serializers.Serializer):
-    issue = IdField()
-    paths = path_list()
-    session = IdField(required=False, allow_null=True)
-    force = StrictBooleanField(required=False, default=False)
-    fence = FenceField(help_text="The fence of the issue's lease: claim only while it is current.")
-
-
-class FileReleaseInput(serializers.Serializer):
-    issue = IdField()
-    paths = path_list(required=False)
-    session = IdField(required=False, allow_null=True)
-
-
-class FileClaimSerializer(FieldsBoundOnce, serializers.ModelSerializer):
-    agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
-    release_reason = ReleaseReasonField()
-
-    class Meta:
-        model = FileClaim
-        fields = [
-            "id",
-            "path",
-            "issue",
-            "session",
-            "agent",
-            "claimed_at",
-            "released_at",
-            "release_reason",
-        ]
-
-
-class HolderSerializer(FieldsBoundOnce, serializers.Serializer):
-    path = serializers.CharField()
-    issue = serializers.IntegerField()
-    session = serializers.IntegerField(allow_null=True)
-    agent = serializers.CharField(allow_null=True)
-
-
-class ClaimedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
-    claims = FileClaimSerializer(many=True)
-    reclaimed = serializers.ListField(child=serializers.CharField())
-    overridden = HolderSerializer(many=True)
-
-
-class ReleasedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
-    released = serializers.ListField(child=serializers.CharField())
-
-
-class FileCheckInput(serializers.Serializer):
-    issue = IdField()
-    paths = serializers.ListField(
-        child=PathField(), min_length=1, max_length=file_claims.MAX_CHECK_PATHS
-    )
-
-
-class FileCheckSerializer(serializers.Serializer):
-    conflicts = HolderSerializer(many=True)
-
-
-class ClaimConflictSerializer(serializers.ModelSerializer):
-    rejected_agent = serializers.CharField(
-        source="rejected_agent.name", read_only=True, allow_null=True
-    )
-    holding_agent = serializers.CharField(
-        source="holding_agent.name", read_only=True, allow_null=True
-    )
-
-    class Meta:
-        model = ClaimConflict
-        fields = [
-            "id",
-            "path",
-            "rejected_issue",
-            "rejected_session",
-            "rejected_agent",
-            "holding_issue",
-            "holding_session",
-            "holding_agent",
-            "forced",
-            "occurred_at",
-        ]
-
-
-# --- viewsets ----------------------------------------------------------------------
 
 
 class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    queryset = FileClaim.objects.none()  # the model, for the schema; rows come from get_queryset
+    selector = selectors.file_claims
     serializer_class = FileClaimSerializer
     filterset_class = filtersets.FileClaimFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.file_claims(self.workspace)
 
     @extend_schema(
         request=FileClaimInput,
@@ -198,9 +82,6 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
 
 
 class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    queryset = ClaimConflict.objects.none()  # the model, for the schema; rows via get_queryset
+    selector = selectors.claim_conflicts
     serializer_class = ClaimConflictSerializer
     filterset_class = filtersets.ClaimConflictFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.claim_conflicts(self.workspace)

@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -14,16 +13,12 @@ from coordination import filtersets, selectors
 from coordination.api import serializers as s
 from coordination.api.auth import is_human
 from coordination.api.base import WorkspaceViewSet, parse
-from coordination.models import Issue, IssueLease, Project, WipCapDenial
 from coordination.services import leases, projects, workflow
 
 
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    queryset = Project.objects.none()  # the model, for the schema; rows come from get_queryset
+    selector = selectors.projects
     serializer_class = s.ProjectSerializer
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.projects(self.workspace)
 
     @extend_schema(request=s.ProjectInput, responses={201: s.ProjectSerializer})
     def create(self, request: Request) -> Response:
@@ -42,12 +37,9 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
 
 
 class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    queryset = Issue.objects.none()  # the model, for the schema; rows come from get_queryset
+    selector = selectors.issues
     serializer_class = s.IssueSerializer
     filterset_class = filtersets.IssueFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.issues(self.workspace)
 
     def render_issue(self, issue_id: int, **kwargs: Any) -> Response:
         issue = selectors.issues(self.workspace).get(pk=issue_id)
@@ -117,21 +109,15 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
 
 
 class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    queryset = IssueLease.objects.none()  # the model, for the schema; rows come from get_queryset
+    selector = selectors.leases
     serializer_class = s.LeaseSerializer
     filterset_class = filtersets.LeaseFilter
 
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.leases(self.workspace)
-
 
 class WipCapDenialViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    queryset = WipCapDenial.objects.none()  # the model, for the schema; rows come from get_queryset
+    selector = selectors.wip_cap_denials
     serializer_class = s.WipCapDenialSerializer
     filterset_class = filtersets.WipCapDenialFilter
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return selectors.wip_cap_denials(self.workspace)
 
 
 class WorkflowView(APIView):

@@ -3,6 +3,7 @@
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import get_lib_doc_excludes
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
@@ -16,6 +17,14 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "A workspace API key."}
+
+
+def lib_doc_excludes() -> list[type]:
+    """DRF's classes and FieldsBoundOnce: a serializer without a docstring of its own
+    has no description, not the mixin's."""
+    from coordination.api.serializers.base import FieldsBoundOnce
+
+    return [*get_lib_doc_excludes(), FieldsBoundOnce]
 
 
 class PublicDocsMixin(APIView):

@@ -1,50 +1,21 @@
 """POST /work/start/ [start_work] and POST /work/finish/ [finish_work]."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination.api import serializers as s
+from coordination import selectors
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
-from coordination.api.file_claims import FileClaimSerializer, path_list
-from coordination.api.messages import MessageSerializer
-from coordination.models import Issue
+from coordination.api.serializers.work import (
+    FinishedSerializer,
+    FinishWorkInput,
+    StartedSerializer,
+    StartWorkInput,
+)
 from coordination.services import work
-
-
-class StartWorkInput(serializers.Serializer):
-    agent = s.StrictCharField(max_length=100)
-    role = s.StrictCharField(max_length=100, required=False, allow_blank=True)
-    department = s.StrictCharField(max_length=100, required=False, allow_blank=True)
-    worktree = s.SlugRefField(required=False)
-    issue = s.IdField()
-    paths = path_list(required=False)
-
-
-class StartedSerializer(serializers.Serializer):
-    session = s.SessionSerializer()
-    lease = s.LeaseSerializer()
-    claims = FileClaimSerializer(many=True)
-    message = MessageSerializer()
-
-
-class FinishWorkInput(serializers.Serializer):
-    session = s.IdField()
-    issue = s.IdField()
-    to = serializers.ChoiceField(choices=Issue.Status.choices, default=Issue.Status.IN_REVIEW)
-    report = s.ReportSerializer(required=False)
-    fence = s.FenceField(
-        help_text="The fence of the issue's lease: finish only while it is current."
-    )
-
-
-class FinishedSerializer(serializers.Serializer):
-    issue = s.IssueSerializer()
-    released = serializers.ListField(child=serializers.CharField())
-    session = s.SessionSerializer()
 
 
 class StartWorkView(APIView):
@@ -92,4 +63,5 @@ class FinishWorkView(APIView):
             report=dict(data["report"]) if "report" in data else None,
             fence=data.get("fence"),
         )
+        selectors.issue_as_shown(finished.issue)  # its lease and relations, as listed
         return Response(FinishedSerializer(finished).data)

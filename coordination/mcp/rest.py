@@ -25,7 +25,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from coordination.api.exceptions import exception_handler
-from coordination.api.serializers import IdField
+from coordination.api.serializers.fields import IdField
 from coordination.mcp.tools import ToolSpec
 from projektor.middleware import UNAVAILABLE, is_database_unavailable
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from drf_spectacular.generators import SchemaGenerator
 
-from coordination.api.serializers import MAX_ID
 from coordination.mcp.tools import TOOLS, ToolSpec
+from coordination.models import MAX_ID
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,10 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from coordination import selectors
-from coordination.api.file_claims import ClaimedFilesSerializer, FileClaimSerializer
 from coordination.api.serializers import (
+    ClaimedFilesSerializer,
     FieldsBoundOnce,
+    FileClaimSerializer,
     IssueSerializer,
     LeaseSerializer,
     SessionSerializer,

@@ -1,0 +1,74 @@
+"""Statements per request, pinned by ``test_query_counts``: the same with 2 rows of
+every kind as with 10, so a query per row cannot creep in.
+
+Counted as Django's cursors send them inside the test's transaction: an atomic
+block is a SAVEPOINT and its RELEASE (BEGIN and COMMIT outside tests are not
+counted); the API key's lookup is the first statement of each. The rate limits are
+off (on the database cache their counter is one upsert more per request). One
+number where SQLite and PostgreSQL agree, else one per vendor: PostgreSQL takes
+advisory and row locks that SQLite's single writer does without, and returns the
+heartbeat's session from its UPDATE, which SQLite reads after.
+"""
+
+COUNTS: dict[str, int | dict[str, int]] = {
+    # Lists: the key, the page's count, the page (and the issues' unreleased leases).
+    "GET /sessions/": 3,
+    "GET /sessions/?live=true": 3,
+    "GET /projects/": 3,
+    "GET /issues/": 4,
+    "GET /issues/?leased=true": 4,
+    "GET /issues/ready/": 4,
+    "GET /issues/ready/?include_not_ready=true": 4,
+    "GET /leases/": 3,
+    "GET /wip-cap-denials/": 3,
+    "GET /worktrees/": 3,
+    "GET /runs/": 3,
+    "GET /file-claims/": 3,
+    "GET /claim-conflicts/": 3,
+    "GET /messages/": 3,
+    "GET /messages/?agent=": 4,  # + the issues the agent holds
+    # Details: the key and the row.
+    "GET /sessions/{id}/": 2,
+    "GET /projects/{id}/": 2,
+    "GET /issues/{id}/": 3,
+    "GET /leases/{id}/": 2,
+    "GET /runs/{id}/": 2,
+    "GET /file-claims/{id}/": 2,
+    "GET /workflow/": 1,
+    # Sessions.
+    "POST /sessions/": 11,
+    "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
+    "POST /sessions/{id}/end/": 13,
+    # Leases.
+    "POST /issues/{id}/claim/": 11,
+    "POST /issues/{id}/claim/ (held)": 9,
+    "POST /issues/{id}/release/": 6,
+    "POST /issues/{id}/release/ (fence)": 5,
+    # File claims: however many paths.
+    "POST /file-claims/": {"sqlite": 8, "postgresql": 9},
+    "POST /file-claims/ (fence)": {"sqlite": 9, "postgresql": 13},
+    "POST /file-claims/ (conflict)": {"sqlite": 8, "postgresql": 9},
+    "POST /file-claims/ (force)": {"sqlite": 16, "postgresql": 17},
+    "POST /file-claims/release/": 2,
+    "POST /file-claims/release/ (all)": 2,
+    "POST /file-claims/check/": 3,
+    # A unit of work.
+    "POST /work/start/": {"sqlite": 38, "postgresql": 39},
+    "POST /work/finish/": 35,
+    # Messages, runs.
+    "POST /messages/": 5,
+    "POST /runs/": {"sqlite": 19, "postgresql": 20},
+    "POST /runs/{id}/finish/": 6,
+    # Projects, issues, worktrees.
+    "POST /issues/": 7,
+    "PATCH /issues/{id}/": 6,
+    "POST /issues/{id}/transition/": 7,
+    "POST /projects/": 5,
+    "PATCH /projects/{id}/": 5,
+    "POST /worktrees/": 4,
+}
+
+
+def expected(endpoint: str, vendor: str) -> int:
+    counts = COUNTS[endpoint]
+    return counts if isinstance(counts, int) else counts[vendor]
