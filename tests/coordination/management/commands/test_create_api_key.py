@@ -12,7 +12,7 @@ from django.core.management import call_command
 from coordination.models import ApiKey, Issue, Workspace, hash_api_key
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_create_api_key_creates_the_workspace_and_prints_only_the_key():
