@@ -2,14 +2,14 @@
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 
-from coordination.models import IssueLease, Message
+from coordination.models import ClaimConflict, IssueLease, Message, Run
 from coordination.services import leases
 from tests.conftest import BROWSER_WAIT
 
-pytestmark = pytest.mark.django_db(transaction=True)
 
-
+@pytest.mark.django_db(transaction=True)
 def test_operator_reads_the_dashboard_and_force_releases_a_lease(
     browser, live_server, tmp_path, workspace, issue, make_session
 ):
@@ -52,3 +52,32 @@ def test_operator_reads_the_dashboard_and_force_releases_a_lease(
     driver.save_screenshot(str(tmp_path / "force-released.png"))
     assert IssueLease.objects.get(pk=lease.pk).release_reason == "overridden"
     assert Message.objects.filter(scope=f"issue:{issue.pk}", body__contains="ops").exists()
+
+
+@pytest.mark.django_db
+def test_index_is_the_fleet_dashboard(operator, workspace, project, make_issue, make_session):
+    live = make_session()
+    leases.claim_issue(workspace=workspace, issue_id=make_issue().pk, session_id=live.pk)
+    ClaimConflict.objects.create(
+        workspace=workspace,
+        path="x.py",
+        rejected_issue=make_issue(),
+        holding_issue=make_issue(),
+        forced=True,
+    )
+    skipped = Run.objects.create(
+        workspace=workspace,
+        issue=make_issue(),
+        status="skipped",
+        error="worktree_unresolved",
+        error_detail="Bind a worktree.",
+    )
+    response = operator.get(reverse("admin:index"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Projektor operations" in html and 'href="/workspaces/"' in html
+    (board,) = response.context["dashboards"]
+    assert (board.live_agents, board.rejected, board.forced, board.denials) == (1, 0, 1, 0)
+    assert [(load.key, load.live, load.limit) for load in board.loads] == [("core", 1, 3)]
+    assert board.troubled_runs == [skipped] and "Bind a worktree." in html
+    assert "/workspaces/acme/heatmap/" in html and "/workspaces/acme/health/" in html

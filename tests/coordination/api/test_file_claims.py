@@ -6,14 +6,12 @@ from urllib.parse import urlencode
 import pytest
 
 from coordination.models import ClaimConflict, FileClaim, Project, ReleaseReason
+from coordination.services import file_claims
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, held, state
 
 pytestmark = pytest.mark.django_db
-
-
-def held():
-    return dict(FileClaim.objects.filter(released_at__isnull=True).values_list("path", "issue_id"))
 
 
 def listed(client, url):
@@ -440,3 +438,59 @@ def test_error_bodies_are_json_with_the_error_shape(api, issue):
         content_type="text/plain",
     )
     assert_error(response, 415, "unsupported_media_type")
+
+
+@pytest.mark.django_db
+def test_a_lost_holder_cannot_claim_files_with_its_old_fence(
+    api, workspace, issue, make_issue, make_session, lost_lease
+):
+    old, first, new, second = lost_lease
+    # A path held by another issue: a stale claim must not even log a conflict.
+    file_claims.claim_files(
+        workspace=workspace,
+        issue_id=make_issue().pk,
+        paths=["src/held.py"],
+        session_id=make_session("other").pk,
+    )
+    before = state()
+
+    for session in (old.pk, None):
+        body = assert_error(
+            post(
+                api,
+                "/file-claims/",
+                {
+                    "issue": issue.pk,
+                    "paths": ["src/a.py", "src/held.py"],
+                    "session": session,
+                    "fence": first.fence,
+                },
+            ),
+            409,
+            "stale_fence",
+        )
+        assert body["current_fence"] == 2
+        assert state() == before
+
+    response = post(
+        api,
+        "/file-claims/",
+        {"issue": issue.pk, "paths": ["src/a.py"], "session": new.pk, "fence": 2},
+    )
+    assert response.status_code == 201, response.content
+    assert FileClaim.objects.get(path="src/a.py").session_id == new.pk
+
+
+@pytest.mark.django_db
+def test_a_file_claim_fence_needs_an_unreleased_lease(api, workspace, issue, make_session, roomy):
+    session = make_session()
+    before = state()
+    body = assert_error(
+        post(api, "/file-claims/", {"issue": issue.pk, "paths": ["a.py"], "fence": 1}),
+        409,
+        "stale_fence",
+    )
+    assert body["current_fence"] is None and state() == before
+    fence = claim_lease(workspace, issue, session).fence
+    response = post(api, "/file-claims/", {"issue": issue.pk, "paths": ["a.py"], "fence": fence})
+    assert response.status_code == 201, response.content

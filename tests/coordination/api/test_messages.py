@@ -4,9 +4,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from coordination.errors import InvalidInput
 from coordination.models import Message, Project
-from coordination.services import messages
 from tests.api_helpers import V1, assert_error, post
 
 pytestmark = pytest.mark.django_db
@@ -102,16 +100,6 @@ def test_body_bounds_are_1_and_10000_characters(api, issue):
         10,
         10_000,
     ]
-
-
-def test_the_service_checks_what_the_api_checks(workspace, issue):
-    with pytest.raises(InvalidInput):
-        messages.post_message(workspace=workspace, scope=f"issue:{issue.pk}", body="")
-    with pytest.raises(InvalidInput):
-        messages.post_message(workspace=workspace, scope=f"issue:{issue.pk}", body="x" * 10_001)
-    with pytest.raises(InvalidInput):
-        messages.post_message(workspace=workspace, scope=f"issue:{issue.pk}", body="bad \ud800")
-    assert not Message.objects.exists()
 
 
 def test_a_body_that_is_not_unicode_text_is_400_not_500(api, issue):

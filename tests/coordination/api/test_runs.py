@@ -1,8 +1,8 @@
 """REST API for worktrees and runs: success and error statuses, isolation, bad input."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.urls import reverse
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from coordination.models import (
     IssueLease,
@@ -15,6 +15,7 @@ from coordination.models import (
 from coordination.services import leases, worktrees
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
+from tests.coordination.conftest import dispatch_run, lock_fences, lock_of, state
 
 pytestmark = pytest.mark.django_db
 
@@ -35,11 +36,6 @@ RUN_FIELDS = {
 
 def dispatch(client, session, issue):
     return post(client, "/runs/", {"session": session.pk, "issue": issue.pk})
-
-
-@pytest.fixture
-def tree(workspace):
-    return Worktree.objects.create(workspace=workspace, slug="main", name="Main")
 
 
 # --- worktrees ----------------------------------------------------------------------
@@ -325,18 +321,6 @@ def test_ending_the_session_through_the_api_cancels_its_runs(api, make_issue, ma
 # --- reading runs ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def three_runs(api, workspace, make_issue, make_session, tree):
-    """A running run, a cancelled (busy) run and a skipped (unresolved) run."""
-    holder, waiter, unbound = make_session("holder"), make_session("waiter"), make_session("u")
-    running = worktrees.dispatch_run(
-        workspace=workspace, session_id=holder.pk, issue_id=make_issue(worktree=tree).pk
-    )
-    busy = dispatch(api, waiter, make_issue(worktree=tree)).json()["run"]
-    skipped = dispatch(api, unbound, make_issue(requires_filesystem=True)).json()["run"]
-    return {"running": running.pk, "cancelled": busy, "skipped": skipped}
-
-
 def ids(response):
     assert response.status_code == 200, response.content
     return {row["id"] for row in response.json()["results"]}
@@ -398,20 +382,6 @@ def test_runs_of_another_workspace_are_404_for_a_stranger(stranger_api, three_ru
     assert Run.objects.get(pk=running).status == "running"
 
 
-def test_runs_can_be_filtered_by_error_in_the_admin(client, three_runs):
-    client.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-123"))
-    url = reverse("admin:coordination_run_changelist")
-
-    page = client.get(f"{url}?error=worktree_busy")
-
-    assert page.status_code == 200
-    html = page.content.decode()
-    change = reverse("admin:coordination_run_change", args=[three_runs["cancelled"]])
-    assert change in html
-    for other in ("running", "skipped"):
-        assert reverse("admin:coordination_run_change", args=[three_runs[other]]) not in html
-
-
 # --- liveness of runs -------------------------------------------------------------------
 
 
@@ -441,12 +411,102 @@ def test_bad_live_filter_is_400(api, three_runs):
     assert_error(api.get(f"{V1}/runs/?live=maybe"), 400, "invalid")
 
 
-def test_runs_can_be_filtered_by_liveness_in_the_admin(client, three_runs):
-    client.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-123"))
-    url = reverse("admin:coordination_run_changelist")
-    running = Run.objects.get(pk=three_runs["running"])
-    change = reverse("admin:coordination_run_change", args=[running.pk])
-    assert change in client.get(f"{url}?live=yes").content.decode()
-    expire(running.session)
-    assert change not in client.get(f"{url}?live=yes").content.decode()
-    assert change in client.get(f"{url}?live=no").content.decode()
+@pytest.mark.django_db
+def test_a_run_without_a_lock_has_no_fence(api, issue, make_session):
+    body = post(api, "/runs/", {"session": make_session().pk, "issue": issue.pk}).json()
+    assert body["lock_mode"] == "none" and body["fence"] is None
+    assert api.get(f"{V1}/runs/").json()["results"][0]["fence"] is None
+
+
+@pytest.mark.django_db
+def test_a_busy_worktree_gives_the_cancelled_run_no_fence(api, make_issue, make_session, tree):
+    post(api, "/runs/", {"session": make_session("a").pk, "issue": make_issue(worktree=tree).pk})
+    issue = make_issue(worktree=tree)
+    assert_error(
+        post(api, "/runs/", {"session": make_session("b").pk, "issue": issue.pk}),
+        409,
+        "worktree_busy",
+    )
+    cancelled = Run.objects.get(issue=issue)
+    assert api.get(f"{V1}/runs/{cancelled.pk}/").json()["fence"] is None
+    assert lock_fences(tree) == [1]
+
+
+@pytest.mark.django_db
+def test_the_run_list_costs_the_same_queries_for_one_run_and_many(
+    api, workspace, make_issue, make_session, tree, roomy
+):
+    session = make_session()
+    run = dispatch_run(workspace, session, make_issue(worktree=tree))
+    api.get(f"{V1}/runs/")  # warm up whatever a first request does once
+    with CaptureQueriesContext(connection) as one:
+        assert api.get(f"{V1}/runs/").status_code == 200
+    for _ in range(4):
+        worktrees.finish_run(workspace=workspace, run_id=run.pk, outcome="succeeded")
+        run = dispatch_run(workspace, session, make_issue(worktree=tree))
+    with CaptureQueriesContext(connection) as five:
+        body = api.get(f"{V1}/runs/").json()
+    assert [r["fence"] for r in body["results"]] == [5, 4, 3, 2, 1]
+    assert len(five) == len(one)
+
+
+@pytest.mark.django_db
+def test_a_lost_holder_cannot_finish_its_run_with_its_old_fence(api, lost_lock):
+    old_run, new_run = lost_lock
+    before = state()
+
+    body = assert_error(
+        post(api, f"/runs/{old_run.pk}/finish/", {"outcome": "succeeded", "fence": 1}),
+        409,
+        "stale_fence",
+    )
+
+    assert body["fence"] == 1 and body["current_fence"] == 2
+    assert state() == before
+    assert Run.objects.get(pk=old_run.pk).status == Run.Status.RUNNING
+    assert lock_of(new_run).released_at is None
+    # Nor with the new holder's fence: it is not the lock of this run.
+    assert_error(
+        post(api, f"/runs/{old_run.pk}/finish/", {"outcome": "failed", "fence": 2}),
+        409,
+        "stale_fence",
+    )
+    assert state() == before
+
+    response = post(api, f"/runs/{new_run.pk}/finish/", {"outcome": "succeeded", "fence": 2})
+    assert response.status_code == 200, response.content
+    assert (response.json()["status"], response.json()["fence"]) == ("succeeded", 2)
+    assert lock_of(new_run).release_reason == ReleaseReason.RELEASED
+
+
+@pytest.mark.django_db
+def test_without_a_fence_finishing_a_run_behaves_as_before(api, lost_lock):
+    old_run, new_run = lost_lock
+    response = post(api, f"/runs/{old_run.pk}/finish/", {"outcome": "failed"})
+    assert response.status_code == 200, response.content
+    assert lock_of(old_run).release_reason == ReleaseReason.EXPIRED  # kept its first reason
+    assert lock_of(new_run).released_at is None
+
+
+@pytest.mark.django_db
+def test_a_wrong_fence_on_a_held_lock_or_a_lockless_run_changes_nothing(
+    api, workspace, make_issue, make_session, tree, roomy
+):
+    session = make_session()
+    locked = dispatch_run(workspace, session, make_issue(worktree=tree))
+    lockless = dispatch_run(workspace, session, make_issue())
+    before = state()
+    for run, fence in [(locked, 2), (lockless, 1)]:
+        assert_error(
+            post(api, f"/runs/{run.pk}/finish/", {"outcome": "succeeded", "fence": fence}),
+            409,
+            "stale_fence",
+        )
+    assert state() == before
+    response = post(api, f"/runs/{locked.pk}/finish/", {"outcome": "succeeded", "fence": 1})
+    assert response.status_code == 200, response.content
+    assert_error(
+        post(api, f"/runs/{locked.pk}/finish/", {"outcome": "succeeded", "fence": 1}),
+        409,
+        "run_not_running",
+    )

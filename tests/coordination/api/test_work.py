@@ -10,10 +10,13 @@ from coordination.models import (
     Issue,
     IssueLease,
     Message,
+    ReleaseReason,
     WipCapDenial,
 )
-from coordination.services import file_claims, leases
+from coordination.services import agents, file_claims, leases, work, workflow
 from tests.api_helpers import V1, assert_error, post
+from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, state
 
 pytestmark = pytest.mark.django_db
 REPORT = {"summary": "Rate limits per key.", "verification": "New tests; suite green."}
@@ -235,3 +238,67 @@ def test_messages_for_an_agent_follow_its_live_claims(api, workspace, make_issue
     scopes = {row["scope"] for row in api.get(f"{V1}/messages/?agent=worker").json()["results"]}
     assert scopes == {f"issue:{issue.pk}", "agent:worker"}
     assert api.get(f"{V1}/messages/?agent=nobody").json()["results"] == []
+
+
+@pytest.mark.django_db
+def test_a_lost_holder_cannot_finish_work_with_its_old_fence(
+    api, workspace, issue, make_session, roomy
+):
+    started = post(
+        api, "/work/start/", {"agent": "old", "issue": issue.pk, "paths": ["src/a.py"]}
+    ).json()
+    assert started["lease"]["fence"] == 1
+    old = AgentSession.objects.get(pk=started["session"]["id"])
+    expire(old)
+    new = make_session("new")
+    assert claim_lease(workspace, issue, new).fence == 2
+    agents.heartbeat_session(workspace=workspace, session_id=old.pk)
+    workflow.transition_issue(workspace=workspace, issue_id=issue.pk, to="todo", by_human=False)
+    workflow.transition_issue(
+        workspace=workspace, issue_id=issue.pk, to="in_progress", by_human=False
+    )
+    before = state()
+
+    body = assert_error(
+        post(
+            api,
+            "/work/finish/",
+            {"session": old.pk, "issue": issue.pk, "report": REPORT, "fence": 1},
+        ),
+        409,
+        "stale_fence",
+    )
+
+    assert body["current_fence"] == 2
+    assert state() == before
+    assert Issue.objects.get(pk=issue.pk).status == "in_progress"
+    assert AgentSession.objects.get(pk=old.pk).status == "active"
+
+    response = post(
+        api, "/work/finish/", {"session": new.pk, "issue": issue.pk, "report": REPORT, "fence": 2}
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["issue"]["status"] == "in_review"
+    assert IssueLease.objects.get(fence=2).release_reason == ReleaseReason.RELEASED
+
+
+@pytest.mark.django_db
+def test_finish_work_with_a_wrong_fence_changes_nothing(api, workspace, issue, make_session):
+    session = make_session()
+    claim_lease(workspace, issue, session)
+    before = state()
+    for to in ("in_review", "cancelled"):
+        assert_error(
+            post(
+                api,
+                "/work/finish/",
+                {"session": session.pk, "issue": issue.pk, "to": to, "report": REPORT, "fence": 9},
+            ),
+            409,
+            "stale_fence",
+        )
+        assert state() == before
+    finished = work.finish_work(
+        workspace=workspace, session_id=session.pk, issue_id=issue.pk, to="cancelled", fence=1
+    )
+    assert finished.issue.status == "cancelled"

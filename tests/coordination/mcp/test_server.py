@@ -6,31 +6,17 @@ in-process).
 Every conversation is bounded by TIMEOUT seconds.
 """
 
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Any
-
-import anyio
 import httpx2
 import pytest
-from django.core.cache import caches
-from django.db import OperationalError
-from django.utils import timezone
-from mcp import ClientSession, types
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from coordination.api.auth import ApiKeyAuthentication
-from coordination.mcp.schemas import derived_input_schema, openapi_document
-from coordination.mcp.tools import TOOLS as TOOL_TABLE
-from coordination.models import ApiKey, FileClaim, Workspace
-from coordination.services import leases
+from coordination.models import FileClaim
 from tests.api_helpers import post
+from tests.coordination.mcp.conftest import TIMEOUT, call, connect, refused, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TIMEOUT = 30  # seconds, for a whole test's MCP conversation
 TOOLS = {
     "register_agent",
     "heartbeat_agent",
@@ -51,61 +37,6 @@ TOOLS = {
     "dispatch_run",
     "finish_run",
 }
-
-
-@pytest.fixture
-def raw_key(workspace: Workspace) -> str:
-    return ApiKey.issue(workspace, "fleet")[1]
-
-
-@pytest.fixture
-def mcp_url(live_server: Any) -> str:
-    return f"{live_server.url}/mcp"
-
-
-def run(scenario: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TIMEOUT):
-            await scenario()
-
-    anyio.run(bounded)
-
-
-@asynccontextmanager
-async def connect(url: str, key: str, *, initialize: bool = True) -> AsyncIterator[ClientSession]:
-    http = httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {key}"}, timeout=httpx2.Timeout(TIMEOUT)
-    )
-    async with (
-        http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=TIMEOUT) as session,
-    ):
-        if initialize:
-            await session.initialize()
-        yield session
-
-
-async def call(client: ClientSession, tool: str, /, **arguments: Any) -> dict[str, Any]:
-    """A tool call that must succeed; its structured result (the REST body)."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    [content] = result.content
-    assert isinstance(content, types.TextContent)
-    body: dict[str, Any] = json.loads(content.text)
-    assert result.structured_content == body
-    return body
-
-
-async def refused(client: ClientSession, tool: str, /, **arguments: Any) -> dict[str, Any]:
-    """A tool call that the REST API refuses: isError, its text the REST error JSON."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content
-    [content] = result.content
-    assert isinstance(content, types.TextContent)
-    error: dict[str, Any] = json.loads(content.text)
-    assert error["code"] and error["detail"]
-    return error
 
 
 def test_initialize_gives_instructions_and_lists_every_tool(mcp_url, raw_key):
@@ -291,67 +222,6 @@ def test_malformed_requests_are_jsonrpc_errors(mcp_url, raw_key):
     assert no_method.json()["error"]["code"] == types.METHOD_NOT_FOUND
 
 
-def test_a_missing_wrong_or_revoked_key_is_401(mcp_url, workspace):
-    key, raw = ApiKey.issue(workspace, "old")
-    ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now())
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {raw}"}):
-        response = httpx2.post(
-            mcp_url,
-            json=initialize,
-            headers={"Accept": "application/json, text/event-stream", **headers},
-            timeout=TIMEOUT,
-        )
-        assert response.status_code == 401, response.text
-        assert response.headers["content-type"].startswith("application/json")
-        body = response.json()
-        assert body["code"] == "unauthenticated" and body["detail"]
-
-    async def scenario() -> None:
-        # The SDK client reports the 401 as an error response to its initialize
-        # (raised through the client's task groups).
-        with pytest.raises(ExceptionGroup) as raised:
-            async with connect(mcp_url, "nope"):
-                pass
-        assert raised.group_contains(MCPError, match="error response")
-
-    run(scenario)
-
-
-def test_other_methods_and_oversized_bodies_answer_json(mcp_url, raw_key):
-    for method in ("GET", "DELETE", "PUT"):
-        response = httpx2.request(
-            method, mcp_url, headers={"Authorization": f"Bearer {raw_key}"}, timeout=TIMEOUT
-        )
-        assert response.status_code == 405, (method, response.text)
-        assert response.json()["code"] == "method_not_allowed"
-    # A client opening an SSE stream learns there is none: 405, still JSON.
-    stream = httpx2.get(
-        mcp_url,
-        headers={"Authorization": f"Bearer {raw_key}", "Accept": "text/event-stream"},
-        timeout=TIMEOUT,
-    )
-    assert stream.status_code == 405 and stream.json()["code"] == "method_not_allowed"
-    assert httpx2.get(mcp_url, timeout=TIMEOUT).status_code == 401
-
-    too_large = httpx2.post(
-        mcp_url,
-        content=b" " * (3 * 1024 * 1024),
-        headers={"Authorization": f"Bearer {raw_key}", "Content-Type": "application/json"},
-        timeout=TIMEOUT,
-    )
-    assert too_large.status_code == 413 and too_large.json()["code"] == "payload_too_large"
-
-
 def test_the_per_request_protocol_era_is_served_too(mcp_url, raw_key, issue):
     async def scenario() -> None:
         async with connect(mcp_url, raw_key, initialize=False) as session:
@@ -419,70 +289,3 @@ def test_start_work_then_finish_work(mcp_url, raw_key, make_issue):
 
     run(scenario)
     assert not FileClaim.objects.filter(released_at__isnull=True).exists()
-
-
-def test_every_tool_schema_comes_from_its_rest_route():
-    document = openapi_document()
-    for tool in TOOL_TABLE:
-        schema = derived_input_schema(tool, document)  # MissingOperation if the route is gone
-        assert schema["type"] == "object" and schema["additionalProperties"] is False
-        if tool.url_id:
-            assert schema["properties"][tool.url_id]["type"] == "integer"
-            assert tool.url_id in schema["required"]
-
-
-def test_a_crash_still_answers_json(client, raw_key, issue, monkeypatch):
-    """In-process: the database going away mid-call, then before authentication."""
-
-    def database_down(*args: Any, **kwargs: Any) -> Any:
-        raise OperationalError("connection refused")
-
-    headers = {
-        "HTTP_AUTHORIZATION": f"Bearer {raw_key}",
-        "HTTP_ACCEPT": "application/json, text/event-stream",
-    }
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "claim_issue", "arguments": {"issue": issue.pk, "session": 1}},
-    }
-    monkeypatch.setattr(leases, "claim_issue", database_down)
-    answer = client.post("/mcp", message, content_type="application/json", **headers)
-    assert answer.status_code == 200
-    result = answer.json()["result"]
-    assert result["isError"] is True
-    assert json.loads(result["content"][0]["text"])["code"] == "unavailable"
-
-    monkeypatch.setattr(ApiKeyAuthentication, "authenticate", database_down)
-    answer = client.post("/mcp", message, content_type="application/json", **headers)
-    assert answer.status_code == 503 and answer.json()["code"] == "unavailable"
-    assert answer["Retry-After"]
-
-
-def test_a_tool_call_counts_once_against_the_key_rate(client, raw_key, settings):
-    """In-process: only REST calls count; over the limit, the tool error is `throttled`."""
-    caches["throttle"].clear()
-    rates = {"key": "3/hour", "anon": "120/hour"}
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
-    headers = {
-        "HTTP_AUTHORIZATION": f"Bearer {raw_key}",
-        "HTTP_ACCEPT": "application/json, text/event-stream",
-    }
-
-    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        answer = client.post("/mcp", message, content_type="application/json", **headers)
-        assert answer.status_code == 200, answer.content
-        result: dict[str, Any] = answer.json()["result"]
-        return result
-
-    workflow = {"name": "get_workflow", "arguments": {}}
-    for _ in range(3):
-        assert rpc("tools/list", {})["tools"]  # the protocol's own messages do not count
-        assert rpc("tools/call", workflow)["isError"] is False
-    throttled = rpc("tools/call", workflow)
-    assert throttled["isError"] is True
-    assert json.loads(throttled["content"][0]["text"])["code"] == "throttled"
-    assert rpc("ping", {}) == {}
-    caches["throttle"].clear()

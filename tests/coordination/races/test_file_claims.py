@@ -6,15 +6,25 @@ leave a path held twice nor a request half-claimed, and a claim racing a release
 """
 
 import random
+import time
 
 import pytest
 
-from coordination.errors import FileConflict, InvalidTransition, SessionNotLive
+from coordination.errors import FileConflict, InvalidTransition, SessionNotLive, StaleFence
 from coordination.liveness import DbNow
-from coordination.models import AgentSession, ClaimConflict, FileClaim, Issue, ReleaseReason
-from coordination.services import agents, file_claims, workflow
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    FileClaim,
+    Issue,
+    IssueLease,
+    ReleaseReason,
+)
+from coordination.services import agents, file_claims, work, workflow
 from coordination.services.common import release_unreleased
-from tests.conftest import run_in_threads
+from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, lease_fences
+from tests.coordination.races.conftest import FENCE_ROUNDS, hold_and_race, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -191,6 +201,7 @@ def test_a_claim_racing_the_close_of_its_own_issue_never_outlives_it(
 ):
     """Closing releases the issue's claims; a claim admitted while the close commits
     would be missed by that release and hold its paths until forced."""
+
     def close(issue_id):
         return workflow.transition_issue(
             workspace=workspace, issue_id=issue_id, to="cancelled", by_human=False
@@ -216,3 +227,92 @@ def test_a_claim_racing_the_close_of_its_own_issue_never_outlives_it(
             released_at__isnull=True, issue__status="cancelled"
         ).exists(), f"round {round_number}"
         release_everything()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_fenced_file_claim_racing_a_start_work_on_the_same_paths(
+    workspace, issue, make_session, roomy
+):
+    """The old holder (expired) claims paths with its fence, no session, while another
+    agent starts work on the (todo) issue with the same paths: it reclaims the lease,
+    claims the paths and moves the issue on. Either the fenced claim lands first (and
+    start_work, of the same issue, keeps those claims), or the reclaim does (and the
+    claim is refused ``stale_fence``); never a deadlock."""
+    paths = ["src/a.py", "src/b.py"]
+
+    def act(kind, fence=None, agent=None):
+        if kind == "claim":
+            time.sleep(random.uniform(0, 0.03))  # start_work registers a session first
+            return file_claims.claim_files(
+                workspace=workspace, issue_id=issue.pk, paths=paths, fence=fence
+            )
+        return work.start_work(
+            workspace=workspace, agent_name=agent, issue_id=issue.pk, paths=paths
+        )
+
+    outcomes = []
+    for round_number in range(FENCE_ROUNDS):
+        Issue.objects.filter(pk=issue.pk).update(status=Issue.Status.TODO)
+        old = make_session(f"old-{round_number}")
+        lease = claim_lease(workspace, issue, old)
+        expire(old)
+
+        claimed, started = run_in_threads(
+            act, [("claim", lease.fence), ("start", None, f"new-{round_number}")]
+        )
+
+        assert isinstance(started, work.Started), (round_number, started)
+        assert started.lease.fence > lease.fence
+        held = FileClaim.objects.filter(issue=issue, released_at__isnull=True)
+        if isinstance(claimed, StaleFence):
+            outcomes.append("reclaimed")
+            assert {claim.session_id for claim in held} == {started.session.pk}
+        else:
+            outcomes.append("claimed")
+            assert isinstance(claimed, file_claims.ClaimedFiles), (round_number, claimed)
+            assert {claim.session_id for claim in held} == {None}  # kept by start_work
+        assert held.count() == len(paths)
+        assert IssueLease.objects.unreleased().get(issue=issue).pk == started.lease.pk
+        # Clear the field for the next round.
+        file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.RELEASED)
+        agents.end_session(workspace=workspace, session_id=started.session.pk)
+
+    assert lease_fences(issue) == list(range(1, 2 * FENCE_ROUNDS + 1))
+    print("outcomes:", {kind: outcomes.count(kind) for kind in set(outcomes)})
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_fenced_file_claim_meeting_a_close_in_progress_waits_and_is_refused(
+    workspace, issue, make_session
+):
+    """A close holds the issue, then releases its lease; a fenced claim holds the
+    lease, then needs the issue. The claim must not wait for the issue while holding
+    the lease (a cycle): it backs off, waits for the close alone, and is refused."""
+    holder = make_session()
+    lease = claim_lease(workspace, issue, holder)
+
+    def close(let_claim_in):
+        Issue.objects.select_for_update(no_key=True).get(pk=issue.pk)
+        let_claim_in()  # the claim arrives while the issue is locked
+        workflow.transition_issue(
+            workspace=workspace, issue_id=issue.pk, to="cancelled", by_human=False
+        )
+
+    def claim_with_fence():
+        return file_claims.claim_files(
+            workspace=workspace,
+            issue_id=issue.pk,
+            paths=["src/a.py"],
+            session_id=holder.pk,
+            fence=lease.fence,
+        )
+
+    closed, claimed = hold_and_race(close, claim_with_fence)
+    assert closed is None, closed
+    assert isinstance(claimed, StaleFence), claimed
+    assert claimed.extra["current_fence"] is None
+    lease.refresh_from_db()
+    assert lease.release_reason == ReleaseReason.ISSUE_CLOSED
+    assert not FileClaim.objects.exists()

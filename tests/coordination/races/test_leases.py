@@ -6,10 +6,12 @@ not serialised per project would let several claimers in at once.
 
 import pytest
 
-from coordination.errors import InvalidTransition, LeaseHeld, WipLimitReached
+from coordination.errors import InvalidTransition, LeaseHeld, StaleFence, WipLimitReached
 from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
 from coordination.services import leases, workflow
-from tests.conftest import expire, run_in_threads
+from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, lease_fences
+from tests.coordination.races.conftest import FENCE_ROUNDS, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -108,3 +110,52 @@ def test_a_claim_racing_the_close_of_its_issue_never_outlives_it(
         assert not IssueLease.objects.unreleased().filter(issue__status="cancelled").exists(), (
             f"round {round_number}"
         )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_holders_release_racing_the_reclaim_has_exactly_one_winner(
+    workspace, issue, make_session, roomy
+):
+    """Each round: the old holder (expired) releases with its fence while a new session
+    claims. Either the release lands first (and the claim takes a fresh lease), or the
+    reclaim does (and the release is refused ``stale_fence``); never both, never
+    neither, never a claim refused as held by the dead."""
+
+    def act(kind, session_id, fence=None):
+        if kind == "release":
+            return leases.release_issue(
+                workspace=workspace, issue_id=issue.pk, session_id=session_id, fence=fence
+            )
+        return leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session_id)
+
+    outcomes = []
+    for round_number in range(FENCE_ROUNDS):
+        old = make_session(f"old-{round_number}")
+        lease = claim_lease(workspace, issue, old)
+        expire(old)
+        new = make_session(f"new-{round_number}")
+
+        released, claimed = run_in_threads(
+            act, [("release", old.pk, lease.fence), ("claim", new.pk)]
+        )
+
+        assert not isinstance(claimed, Exception), (round_number, claimed)
+        assert claimed.created and claimed.lease.fence > lease.fence
+        lease.refresh_from_db()
+        if isinstance(released, StaleFence):
+            outcomes.append("reclaimed")
+            assert lease.release_reason == ReleaseReason.EXPIRED
+            assert released.extra["current_fence"] == claimed.lease.fence
+        else:
+            outcomes.append("released")
+            assert isinstance(released, IssueLease), (round_number, released)
+            assert lease.release_reason == ReleaseReason.RELEASED and released.fence == lease.fence
+        unreleased = IssueLease.objects.unreleased().filter(issue=issue)
+        assert list(unreleased.values_list("pk", flat=True)) == [claimed.lease.pk]
+        leases.release_issue(
+            workspace=workspace, issue_id=issue.pk, session_id=new.pk, fence=claimed.lease.fence
+        )
+
+    assert lease_fences(issue) == list(range(1, 2 * FENCE_ROUNDS + 1))
+    print("outcomes:", {kind: outcomes.count(kind) for kind in set(outcomes)})

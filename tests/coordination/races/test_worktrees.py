@@ -4,12 +4,17 @@ Invariant 10 under READ COMMITTED: cognitive runs never serialise, and coders bo
 to one worktree get exactly one writer however their dispatches interleave.
 """
 
+import random
+import time
+
 import pytest
 
-from coordination.errors import WorktreeBusy
+from coordination.errors import StaleFence, WorktreeBusy
 from coordination.models import IssueLease, Project, ReleaseReason, Run, Worktree, WorktreeLock
 from coordination.services import worktrees
-from tests.conftest import expire, run_in_threads
+from tests.conftest import expire
+from tests.coordination.conftest import dispatch_run, lock_fences, lock_of
+from tests.coordination.races.conftest import FENCE_ROUNDS, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -91,3 +96,59 @@ def test_two_dispatchers_race_to_reclaim_a_dead_holders_lock(
         assert WorktreeLock.objects.get(run=stale).release_reason == ReleaseReason.EXPIRED
         assert WorktreeLock.objects.filter(released_at__isnull=True).get().run_id == winners[0].pk
         worktrees.finish_run(workspace=workspace, run_id=winners[0].pk, outcome="succeeded")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_runs_finish_racing_a_dispatch_onto_its_worktree_has_exactly_one_winner(
+    workspace, make_issue, make_session, tree, roomy
+):
+    """Each round: the old run's session is expired; it finishes with its lock's fence
+    while another session dispatches onto the same worktree. Either the finish lands
+    first (and the dispatch takes the free worktree), or the reclaim does (and the
+    finish is refused ``stale_fence``, the old run left as it was)."""
+
+    def act(kind, session_id, target, fence=None):
+        if kind == "finish":
+            # The dispatcher claims a lease before it reaches the worktree: delay the
+            # finisher by 0 to 80 ms so that both orders happen.
+            time.sleep(random.uniform(0, 0.08))
+            return worktrees.finish_run(
+                workspace=workspace, run_id=target, outcome="succeeded", fence=fence
+            )
+        return worktrees.dispatch_run(workspace=workspace, session_id=session_id, issue_id=target)
+
+    outcomes = []
+    for round_number in range(FENCE_ROUNDS):
+        old, new = make_session(f"old-{round_number}"), make_session(f"new-{round_number}")
+        old_run = dispatch_run(workspace, old, make_issue(worktree=tree))
+        old_fence = lock_of(old_run).fence
+        expire(old)
+
+        finished, dispatched = run_in_threads(
+            act,
+            [
+                ("finish", old.pk, old_run.pk, old_fence),
+                ("dispatch", new.pk, make_issue(worktree=tree).pk),
+            ],
+        )
+
+        assert isinstance(dispatched, Run) and dispatched.status == "running", dispatched
+        new_lock = lock_of(dispatched)
+        assert new_lock.fence > old_fence and new_lock.released_at is None
+        old_lock = lock_of(old_run)
+        if isinstance(finished, StaleFence):
+            outcomes.append("reclaimed")
+            assert old_lock.release_reason == ReleaseReason.EXPIRED
+            assert Run.objects.get(pk=old_run.pk).status == Run.Status.RUNNING
+        else:
+            outcomes.append("finished")
+            assert isinstance(finished, Run) and finished.status == "succeeded", finished
+            assert old_lock.release_reason == ReleaseReason.RELEASED
+        assert WorktreeLock.objects.filter(worktree=tree, released_at__isnull=True).count() == 1
+        worktrees.finish_run(
+            workspace=workspace, run_id=dispatched.pk, outcome="succeeded", fence=new_lock.fence
+        )
+
+    assert lock_fences(tree) == list(range(1, 2 * FENCE_ROUNDS + 1))
+    print("outcomes:", {kind: outcomes.count(kind) for kind in set(outcomes)})

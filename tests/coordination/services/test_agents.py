@@ -4,6 +4,7 @@ import pytest
 from django.test import override_settings
 
 from coordination import selectors
+from coordination.api.serializers import SessionSerializer
 from coordination.errors import SessionEnded
 from coordination.models import Agent, AgentSession, IssueLease, ReleaseReason, Worktree
 from coordination.services import agents, leases
@@ -96,3 +97,16 @@ def test_crash_is_recorded_expired_not_agent_ended(workspace, make_issue, make_s
     released = IssueLease.objects.exclude(release_reason="")
     reasons = dict(released.values_list("session_id", "release_reason"))
     assert reasons == {clean.pk: "agent_ended", crashed.pk: "expired"}
+
+
+def test_heartbeat_returns_the_session_as_listed(workspace, make_session):
+    worktree = Worktree.objects.create(workspace=workspace, slug="main", name="Main")
+    session = make_session("ada")
+    session.agent.worktree = worktree
+    session.agent.role = "builder"
+    session.agent.save()
+    beaten = agents.heartbeat_session(workspace=workspace, session_id=session.pk)
+    listed = selectors.sessions(workspace).get(pk=session.pk)
+    assert SessionSerializer(beaten).data == SessionSerializer(listed).data
+    assert SessionSerializer(beaten).data["worktree"] == "main"
+    assert beaten.is_live is True

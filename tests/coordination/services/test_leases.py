@@ -1,7 +1,6 @@
 """Issue leases: one live lease per issue, the WIP cap, stale reclaim (invariants 2-4, 8)."""
 
 import pytest
-from django.db import IntegrityError, transaction
 
 from coordination.errors import (
     InvalidInput,
@@ -13,8 +12,10 @@ from coordination.errors import (
     WipLimitReached,
 )
 from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
-from coordination.services import agents, leases
+from coordination.services import agents, leases, operators, workflow
+from tests.api_helpers import V1, post
 from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, lease_fences
 
 pytestmark = pytest.mark.django_db
 
@@ -144,16 +145,48 @@ def test_unknown_issue_is_not_found_and_unknown_session_invalid(workspace, issue
         leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=999_999)
 
 
-def test_partial_unique_index_allows_one_unreleased_lease_per_issue(workspace, issue, make_session):
-    a, b = make_session("a"), make_session("b")
-    IssueLease.objects.create(workspace=workspace, issue=issue, session=a)
-    with pytest.raises(IntegrityError), transaction.atomic():
-        IssueLease.objects.create(workspace=workspace, issue=issue, session=b)
-
-
 @pytest.mark.parametrize("closed", ["done", "cancelled"])
 def test_a_closed_issue_cannot_be_leased(workspace, make_issue, make_session, closed):
     issue = make_issue(status=closed)
     with pytest.raises(InvalidTransition):
         claim(workspace, issue, make_session())
     assert not IssueLease.objects.exists()
+
+
+@pytest.mark.django_db
+def test_lease_fences_grow_per_issue_through_release_expiry_override_and_close(
+    api, workspace, make_issue, make_session, roomy
+):
+    issue, other = make_issue(), make_issue()
+    a, b, c = make_session("a"), make_session("b"), make_session("c")
+
+    body = post(api, f"/issues/{issue.pk}/claim/", {"session": a.pk}).json()
+    assert body["fence"] == 1
+    assert claim_lease(workspace, other, b).fence == 1  # counted per issue
+    assert claim_lease(workspace, issue, a).fence == 1  # the holder's own lease again: same one
+    leases.release_issue(workspace=workspace, issue_id=issue.pk, session_id=a.pk, fence=1)
+    assert claim_lease(workspace, issue, b).fence == 2  # after a release
+    expire(b)
+    assert claim_lease(workspace, issue, c).fence == 3  # after a stale reclaim
+    operators.force_release_leases(leases=IssueLease.objects.filter(issue=issue), operator="op")
+    assert claim_lease(workspace, issue, a).fence == 4  # after an override
+    workflow.transition_issue(
+        workspace=workspace, issue_id=issue.pk, to="cancelled", by_human=False
+    )
+    workflow.transition_issue(workspace=workspace, issue_id=issue.pk, to="backlog", by_human=False)
+    assert claim_lease(workspace, issue, c).fence == 5  # after a close and a reopen
+
+    assert lease_fences(issue) == [1, 2, 3, 4, 5]
+    assert lease_fences(other) == [1]
+    reasons = IssueLease.objects.filter(issue=issue).order_by("id")
+    assert list(reasons.values_list("release_reason", flat=True)) == [
+        ReleaseReason.RELEASED,
+        ReleaseReason.EXPIRED,
+        ReleaseReason.OVERRIDDEN,
+        ReleaseReason.ISSUE_CLOSED,
+        "",
+    ]
+    shown = api.get(f"{V1}/issues/{issue.pk}/").json()["lease"]
+    assert shown["fence"] == 5
+    listed = api.get(f"{V1}/leases/?issue={issue.pk}").json()["results"]
+    assert [lease["fence"] for lease in listed] == [5, 4, 3, 2, 1]

@@ -7,7 +7,7 @@ import pytest
 from mypy import api as mypy_api
 
 from coordination.errors import InvalidInput, WorktreeUnresolved
-from coordination.models import Agent, Issue, Run, Worktree
+from coordination.models import Issue, Run, Worktree
 from coordination.services import worktrees
 from coordination.services.worktrees import (
     ExclusiveLock,
@@ -27,11 +27,6 @@ def make_worktree(workspace):
         return Worktree.objects.create(workspace=ws or workspace, slug=slug, name=slug.title())
 
     return make
-
-
-@pytest.fixture
-def agent(workspace):
-    return Agent.objects.create(workspace=workspace, name="coder-1", role="Engineer")
 
 
 # --- the decision table -----------------------------------------------------------

@@ -21,8 +21,10 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import agents, leases, worktrees
+from coordination.services import agents, leases, operators, worktrees
+from tests.api_helpers import V1, post
 from tests.conftest import expire
+from tests.coordination.conftest import lock_fences, lock_of
 
 pytestmark = pytest.mark.django_db
 
@@ -33,11 +35,6 @@ def dispatch(workspace, session, issue):
 
 def finish(workspace, run, outcome="succeeded"):
     return worktrees.finish_run(workspace=workspace, run_id=run.pk, outcome=outcome)
-
-
-@pytest.fixture
-def tree(workspace):
-    return Worktree.objects.create(workspace=workspace, slug="main", name="Main")
 
 
 @pytest.fixture
@@ -377,3 +374,30 @@ def test_ending_the_session_releases_its_locks_and_cancels_its_running_runs(
     assert Run.objects.get(pk=locked.pk).error == ""  # not a dispatch failure
     assert Run.objects.get(pk=done.pk).status == "succeeded"
     assert Run.objects.get(pk=other.pk).status == "running"
+
+
+@pytest.mark.django_db
+def test_lock_fences_grow_per_worktree_through_finish_expiry_override_and_end(
+    api, workspace, make_issue, make_session, tree, roomy
+):
+    other_tree = Worktree.objects.create(workspace=workspace, slug="docs", name="Docs")
+    a, b, c = make_session("a"), make_session("b"), make_session("c")
+
+    first = post(api, "/runs/", {"session": a.pk, "issue": make_issue(worktree=tree).pk}).json()
+    assert first["fence"] == 1
+    assert dispatch(workspace, b, make_issue(worktree=other_tree)).pk  # counted per worktree
+    post(api, f"/runs/{first['id']}/finish/", {"outcome": "succeeded", "fence": 1})
+    second = dispatch(workspace, b, make_issue(worktree=tree))  # after a finish
+    expire(b)
+    third = dispatch(workspace, c, make_issue(worktree=tree))  # after a stale reclaim
+    operators.force_release_worktree_locks(locks=WorktreeLock.objects.all(), operator="op")
+    fourth = dispatch(workspace, a, make_issue(worktree=tree))  # after an override
+    agents.end_session(workspace=workspace, session_id=a.pk)
+    fifth = dispatch(workspace, c, make_issue(worktree=tree))  # after a clean end
+
+    assert [lock_of(run).fence for run in (second, third, fourth, fifth)] == [2, 3, 4, 5]
+    assert lock_fences(tree) == [1, 2, 3, 4, 5]
+    assert lock_fences(other_tree) == [1]
+    runs = {run["id"]: run["fence"] for run in api.get(f"{V1}/runs/").json()["results"]}
+    assert runs[first["id"]] == 1 and runs[fifth.pk] == 5
+    assert api.get(f"{V1}/runs/{third.pk}/").json()["fence"] == 3

@@ -193,3 +193,16 @@ def test_the_banner_names_logins_key_and_pages():
     assert manager.check_password("s3cret-demo")
     members = Workspace.objects.get(slug="demo").members
     assert set(members.values_list("username", flat=True)) == {"admin", "manager"}
+
+
+def test_demo_key_works_against_the_api(client):
+    out = StringIO()
+    call_command("seed_demo", "--agents", "4", "--days", "2", stdout=out)
+    raw = next(
+        line.split(":", 1)[1].strip() for line in out.getvalue().splitlines() if "API key" in line
+    )
+    response = client.get("/api/v1/issues/", headers={"Authorization": f"Bearer {raw}"})
+    assert response.status_code == 200
+    assert response.json()["count"] == Issue.objects.filter(workspace__slug="demo").count() > 0
+    call_command("seed_demo", stdout=StringIO())  # running it twice is harmless
+    assert Issue.objects.filter(workspace__slug="demo").count() == response.json()["count"]

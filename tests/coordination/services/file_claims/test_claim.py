@@ -2,6 +2,8 @@
 
 import pytest
 
+from coordination import selectors
+from coordination.api.file_claims import FileClaimSerializer
 from coordination.errors import (
     FileConflict,
     InvalidInput,
@@ -20,28 +22,9 @@ from coordination.models import (
 )
 from coordination.services import agents, file_claims, leases, workflow
 from tests.conftest import expire
+from tests.coordination.conftest import held
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def claim(workspace):
-    def call(issue, paths, session=None, force=False):
-        return file_claims.claim_files(
-            workspace=workspace,
-            issue_id=issue.pk,
-            paths=paths,
-            session_id=session.pk if session is not None else None,
-            force=force,
-        )
-
-    return call
-
-
-def held(**filters):
-    """{path: issue id} of every unreleased claim."""
-    rows = FileClaim.objects.filter(released_at__isnull=True, **filters)
-    return dict(rows.values_list("path", "issue_id"))
 
 
 # --- claiming ------------------------------------------------------------------------
@@ -373,96 +356,27 @@ def test_a_string_is_not_a_list_of_paths(claim, issue):
 # --- releasing -----------------------------------------------------------------------------
 
 
-def test_release_some_paths(claim, workspace, issue, make_session):
-    claim(issue, ["a.py", "b.py", "c.py"], make_session())
-
-    released = file_claims.release_files(
-        workspace=workspace, issue_id=issue.pk, paths=["./b.py", "a.py", "not-held.py"]
+def test_claims_come_back_as_the_orm_reads_them(workspace, issue, make_session):
+    session = make_session("ada")
+    claimed = file_claims.claim_files(
+        workspace=workspace,
+        issue_id=issue.pk,
+        paths=["src/b.py", "src/a.py"],
+        session_id=session.pk,
     )
-
-    assert released == ["a.py", "b.py"]
-    assert held() == {"c.py": issue.pk}
-    assert set(
-        FileClaim.objects.filter(path__in=["a.py", "b.py"]).values_list("release_reason", flat=True)
-    ) == {ReleaseReason.RELEASED}
-
-
-def test_release_all_of_an_issue_leaves_other_issues_alone(
-    claim, workspace, make_issue, make_session
-):
-    mine, theirs = make_issue(), make_issue()
-    claim(mine, ["a.py", "b.py"], make_session("me"))
-    claim(theirs, ["c.py"], make_session("them"))
-
-    released = file_claims.release_files(workspace=workspace, issue_id=mine.pk)
-
-    assert released == ["a.py", "b.py"]
-    assert held() == {"c.py": theirs.pk}
-    assert file_claims.release_files(workspace=workspace, issue_id=mine.pk) == []
-
-
-def test_release_with_a_session_releases_only_its_claims(claim, workspace, issue, make_session):
-    one, two = make_session("one"), make_session("two")
-    claim(issue, ["a.py"], one)
-    claim(issue, ["b.py"], two)
-
-    released = file_claims.release_files(workspace=workspace, issue_id=issue.pk, session_id=two.pk)
-
-    assert released == ["b.py"]
-    assert held() == {"a.py": issue.pk}
-
-
-def test_release_refuses_bad_references_and_paths(claim, workspace, issue, make_session):
-    claim(issue, ["a.py"], make_session())
-    with pytest.raises(NotFound):
-        file_claims.release_files(workspace=workspace, issue_id=issue.pk + 1000)
-    with pytest.raises(InvalidInput):
-        file_claims.release_files(workspace=workspace, issue_id=issue.pk, session_id=99999)
-    with pytest.raises(InvalidInput):
-        file_claims.release_files(workspace=workspace, issue_id=issue.pk, paths=["/a.py"])
-    with pytest.raises(InvalidInput):
-        file_claims.release_files(workspace=workspace, issue_id=issue.pk, paths=[])
-    assert held() == {"a.py": issue.pk}
-
-
-def test_ending_a_session_is_agent_ended_and_a_crash_is_expired(
-    claim, workspace, make_issue, make_session
-):
-    first, second, claimer_issue = make_issue(), make_issue(), make_issue()
-    clean, crashed, claimer = make_session("clean"), make_session("crashed"), make_session("c")
-    claim(first, ["clean.py"], clean)
-    claim(second, ["crashed.py"], crashed)
-
-    agents.end_session(workspace=workspace, session_id=clean.pk)
-    expire(crashed)
-    claim(claimer_issue, ["crashed.py"], claimer)
-
-    assert FileClaim.objects.get(session=clean).release_reason == ReleaseReason.AGENT_ENDED
-    assert FileClaim.objects.get(session=crashed).release_reason == ReleaseReason.EXPIRED
-    # A crash is never recorded as a clean exit, nor the other way round.
-    assert held() == {"crashed.py": claimer_issue.pk}
-
-
-def test_closing_the_issue_releases_its_claims_issue_closed(
-    claim, workspace, make_issue, make_session
-):
-    closing, staying = make_issue(), make_issue()
-    claim(closing, ["a.py", "b.py"], make_session("a"))
-    claim(staying, ["c.py"], make_session("b"))
-
-    workflow.transition_issue(
-        workspace=workspace, issue_id=closing.pk, to="cancelled", by_human=False
+    again = file_claims.claim_files(
+        workspace=workspace,
+        issue_id=issue.pk,
+        paths=["src/a.py", "src/c.py"],
+        session_id=session.pk,
     )
-
-    assert set(
-        FileClaim.objects.filter(issue=closing).values_list("release_reason", flat=True)
-    ) == {ReleaseReason.ISSUE_CLOSED}
-    assert held() == {"c.py": staying.pk}
-
-
-def test_release_helpers_keep_their_contract(claim, issue, make_session):
-    session = make_session()
-    claim(issue, ["a.py", "b.py"], session)
-    assert file_claims.release_session_claims(session=session, reason=ReleaseReason.RELEASED) == 2
-    assert file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED) == 0
-    assert set(FileClaim.objects.values_list("release_reason", flat=True)) == {"released"}
+    for result in (claimed, again):
+        stored = {c.pk: c for c in selectors.file_claims(workspace)}
+        assert [c.path for c in result.claims] == sorted(c.path for c in result.claims)
+        for claim in result.claims:
+            orm = stored[claim.pk]
+            for field in FileClaim._meta.concrete_fields:
+                assert getattr(claim, field.attname) == getattr(orm, field.attname), field
+            assert claim.claimed_at.tzinfo is not None
+            assert claim.agent.name == "ada"
+            assert FileClaimSerializer(claim).data == FileClaimSerializer(orm).data
