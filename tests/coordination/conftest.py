@@ -1,10 +1,12 @@
-"""Fixtures of the coordination tests: worktrees, agents and projects on both sides of
-the workspace line, fence scenarios (a holder that lost its lease or lock), and runs
-in each end state; with the helpers that read what the tests assert on."""
+"""Fixtures of the coordination tests, and the helpers that read what they assert on:
+worktrees, agents and projects on both sides of the workspace line; fence scenarios
+(a holder that lost its lease or its lock); runs in each end state; file claims; a
+schema editor for the migrations' own functions."""
 
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from coordination.models import (
     Agent,
@@ -24,6 +26,62 @@ from coordination.models import (
 from coordination.services import agents, file_claims, leases, worktrees
 from tests.api_helpers import post
 from tests.conftest import expire
+
+# --- worktrees, agents and projects, ours and theirs ----------------------------------
+
+
+@pytest.fixture
+def tree(workspace) -> Worktree:
+    return Worktree.objects.create(workspace=workspace, slug="main", name="Main")
+
+
+@pytest.fixture
+def ours(tree: Worktree) -> Worktree:
+    """Our workspace's ``main``, beside ``theirs`` of the same slug."""
+    return tree
+
+
+@pytest.fixture
+def theirs(other_workspace):
+    # The same slug as ours: lookups by slug must stay inside the caller's workspace.
+    return Worktree.objects.create(workspace=other_workspace, slug="main", name="Their main")
+
+
+@pytest.fixture
+def their_only(other_workspace):
+    """A slug that exists only in the other workspace."""
+    return Worktree.objects.create(workspace=other_workspace, slug="elsewhere", name="Elsewhere")
+
+
+@pytest.fixture
+def agent(workspace):
+    return Agent.objects.create(workspace=workspace, name="coder-1", role="Engineer")
+
+
+@pytest.fixture
+def their_agent(other_workspace):
+    return Agent.objects.create(workspace=other_workspace, name="spy", role="Engineer")
+
+
+@pytest.fixture
+def their_project(other_workspace):
+    return Project.objects.create(workspace=other_workspace, key="theirs", name="Theirs")
+
+
+def snapshot(obj, *fields):
+    obj = type(obj).objects.get(pk=obj.pk)
+    return {field: getattr(obj, f"{field}_id") for field in fields}
+
+
+# --- fences: a holder that lost what it held ------------------------------------------
+
+
+@pytest.fixture
+def roomy(project: Project) -> Project:
+    """Enough WIP room that the cap never gets in a fence test's way."""
+    project.agent_wip_limit = 100
+    project.save()
+    return project
 
 
 def claim_lease(workspace, issue, session) -> IssueLease:
@@ -78,19 +136,6 @@ def state() -> dict[str, Any]:
 
 
 @pytest.fixture
-def roomy(project: Project) -> Project:
-    """Enough WIP room that the cap never gets in a fence test's way."""
-    project.agent_wip_limit = 100
-    project.save()
-    return project
-
-
-@pytest.fixture
-def tree(workspace) -> Worktree:
-    return Worktree.objects.create(workspace=workspace, slug="main", name="Main")
-
-
-@pytest.fixture
 def lost_lease(workspace, issue, make_session, roomy):
     """``old`` held the issue with fence 1, paused past the TTL and ``new`` reclaimed
     it (fence 2); ``old`` has woken up and heartbeats again."""
@@ -117,41 +162,7 @@ def lost_lock(workspace, make_issue, make_session, tree, roomy):
     return old_run, new_run
 
 
-@pytest.fixture
-def ours(workspace):
-    return Worktree.objects.create(workspace=workspace, slug="main", name="Main")
-
-
-@pytest.fixture
-def theirs(other_workspace):
-    # The same slug as ours: lookups by slug must stay inside the caller's workspace.
-    return Worktree.objects.create(workspace=other_workspace, slug="main", name="Their main")
-
-
-@pytest.fixture
-def their_only(other_workspace):
-    """A slug that exists only in the other workspace."""
-    return Worktree.objects.create(workspace=other_workspace, slug="elsewhere", name="Elsewhere")
-
-
-@pytest.fixture
-def agent(workspace):
-    return Agent.objects.create(workspace=workspace, name="coder-1", role="Engineer")
-
-
-@pytest.fixture
-def their_agent(other_workspace):
-    return Agent.objects.create(workspace=other_workspace, name="spy", role="Engineer")
-
-
-@pytest.fixture
-def their_project(other_workspace):
-    return Project.objects.create(workspace=other_workspace, key="theirs", name="Theirs")
-
-
-def snapshot(obj, *fields):
-    obj = type(obj).objects.get(pk=obj.pk)
-    return {field: getattr(obj, f"{field}_id") for field in fields}
+# --- runs -----------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -171,6 +182,22 @@ def three_runs(api, workspace, make_issue, make_session, tree):
     }
 
 
+# --- file claims ----------------------------------------------------------------------
+
+
+# Paths no claim may name, one of each kind (a path over 1024 bytes aside).
+INVALID_PATHS = [
+    "/abs.py",
+    "../up.py",
+    "a/../b.py",
+    "nul\x00.py",
+    "line\nbreak.py",
+    "back\\slash.py",
+    "",
+    "./",
+]
+
+
 def claim_paths(workspace: Workspace, issue: Any, paths: list[str], session: Any = None) -> None:
     file_claims.claim_files(
         workspace=workspace,
@@ -184,3 +211,23 @@ def held(**filters):
     """{path: issue id} of every unreleased claim."""
     rows = FileClaim.objects.filter(released_at__isnull=True, **filters)
     return dict(rows.values_list("path", "issue_id"))
+
+
+# --- migrations -----------------------------------------------------------------------
+
+
+class Editor:
+    """Enough of a schema editor for the migration's functions, inside a test
+    transaction (SQLite's real one refuses to open inside a transaction)."""
+
+    def __init__(self):
+        self.connection = connection
+
+    def execute(self, sql, params=None):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+@pytest.fixture
+def editor() -> Editor:
+    return Editor()

@@ -1,4 +1,5 @@
-"""The coordination tables keep the original schema's names (DESIGN.md, Words)."""
+"""What the models declare: the original schema's table names (DESIGN.md, Words), one
+unreleased lease per issue, fences never reused, keys stored as digests."""
 
 import pytest
 from django.db import IntegrityError, connection, transaction

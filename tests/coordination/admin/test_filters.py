@@ -2,7 +2,6 @@
 error and liveness."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 
@@ -14,11 +13,10 @@ from tests.coordination.admin_helpers import url
 pytestmark = pytest.mark.django_db
 
 
-def test_runs_can_be_filtered_by_error_in_the_admin(client, three_runs):
-    client.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-123"))
+def test_runs_can_be_filtered_by_error_in_the_admin(operator, three_runs):
     url = reverse("admin:coordination_run_changelist")
 
-    page = client.get(f"{url}?error=worktree_busy")
+    page = operator.get(f"{url}?error=worktree_busy")
 
     assert page.status_code == 200
     html = page.content.decode()
@@ -28,15 +26,14 @@ def test_runs_can_be_filtered_by_error_in_the_admin(client, three_runs):
         assert reverse("admin:coordination_run_change", args=[three_runs[other]]) not in html
 
 
-def test_runs_can_be_filtered_by_liveness_in_the_admin(client, three_runs):
-    client.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-123"))
+def test_runs_can_be_filtered_by_liveness_in_the_admin(operator, three_runs):
     url = reverse("admin:coordination_run_changelist")
     running = Run.objects.get(pk=three_runs["running"])
     change = reverse("admin:coordination_run_change", args=[running.pk])
-    assert change in client.get(f"{url}?live=yes").content.decode()
+    assert change in operator.get(f"{url}?live=yes").content.decode()
     expire(running.session)
-    assert change not in client.get(f"{url}?live=yes").content.decode()
-    assert change in client.get(f"{url}?live=no").content.decode()
+    assert change not in operator.get(f"{url}?live=yes").content.decode()
+    assert change in operator.get(f"{url}?live=no").content.decode()
 
 
 def test_session_state_filter_uses_the_ttl(operator, workspace, make_session):

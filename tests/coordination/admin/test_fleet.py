@@ -1,5 +1,5 @@
-"""The operators' admin: the dashboard, read-only coordination state, actions that
-go through the services, and changelists whose cost does not grow with their rows."""
+"""The operators' admin of coordination state: read-only rows, actions that go through
+the services, and changelists whose cost does not grow with their rows."""
 
 import pytest
 from django.contrib import admin
@@ -125,9 +125,3 @@ def test_force_release_of_a_worktree_lock_cancels_its_run(
     assert run.finished_at is not None
     assert f"Run {run.pk} was cancelled" in Message.objects.get(scope=f"issue:{issue.pk}").body
     assert any(f"run {run.pk} cancelled" in text for text in bar(response))
-
-
-# --- filters --------------------------------------------------------------------------
-
-
-# --- the dashboard ----------------------------------------------------------------------

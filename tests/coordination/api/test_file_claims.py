@@ -9,7 +9,7 @@ from coordination.models import ClaimConflict, FileClaim, Project, ReleaseReason
 from coordination.services import file_claims
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
-from tests.coordination.conftest import claim_lease, held, state
+from tests.coordination.conftest import INVALID_PATHS, claim_lease, held, state
 
 pytestmark = pytest.mark.django_db
 
@@ -151,20 +151,7 @@ def test_101_paths_is_400_and_nothing_is_claimed(api, issue):
     assert post(api, "/file-claims/", {"issue": issue.pk, "paths": paths[:100]}).status_code == 201
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        "/abs.py",
-        "../up.py",
-        "a/../b.py",
-        "nul\x00.py",
-        "line\nbreak.py",
-        "back\\slash.py",
-        "",
-        "./",
-        "x" * 1025,
-    ],
-)
+@pytest.mark.parametrize("raw", [*INVALID_PATHS, "x" * 1025])
 def test_every_invalid_path_is_400_naming_it(api, issue, raw):
     response = post(api, "/file-claims/", {"issue": issue.pk, "paths": ["ok.py", raw]})
     body = assert_error(response, 400, "invalid")
@@ -438,6 +425,9 @@ def test_error_bodies_are_json_with_the_error_shape(api, issue):
         content_type="text/plain",
     )
     assert_error(response, 415, "unsupported_media_type")
+
+
+# --- fences ---------------------------------------------------------------------------
 
 
 @pytest.mark.django_db

@@ -1,9 +1,9 @@
-"""REST API: sessions, projects, issues, workflow, leases, WIP denials, auth, errors."""
+"""REST API of projects, issues, the workflow, leases and WIP-cap denials
+(``coordination/api/issues.py``): statuses, errors, filters, isolation, fences."""
 
 from urllib.parse import urlencode
 
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from coordination.models import (
@@ -21,12 +21,6 @@ from tests.conftest import expire
 from tests.coordination.conftest import snapshot, state
 
 pytestmark = pytest.mark.django_db
-
-
-# --- auth --------------------------------------------------------------------
-
-
-# --- sessions ------------------------------------------------------------------
 
 
 # --- projects --------------------------------------------------------------------
@@ -156,12 +150,10 @@ def test_review_gate_refuses_an_api_key_with_403(api, make_issue):
     assert Issue.objects.get(pk=issue.pk).status == "in_review"
 
 
-def test_review_gate_lets_a_logged_in_member_pass(workspace, make_issue):
+def test_review_gate_lets_a_logged_in_member_pass(alice, make_issue):
     issue = make_issue(status="in_review")
-    person = get_user_model().objects.create_user("alice", password="pw-alice-123")
-    workspace.members.add(person)
     client = APIClient(enforce_csrf_checks=False)
-    client.force_login(person)
+    client.force_login(alice)
     response = client.post(
         f"{V1}/issues/{issue.pk}/transition/",
         {"to": "done"},
@@ -363,6 +355,9 @@ def test_listing_issues_takes_a_fixed_number_of_queries(
     assert response.json()["count"] == 13
 
 
+# --- fences: a holder that lost its lease cannot release it ---------------------------
+
+
 @pytest.mark.django_db
 def test_a_lost_holder_cannot_release_with_its_old_fence(api, issue, lost_lease):
     old, first, new, second = lost_lease
@@ -410,6 +405,9 @@ def test_without_a_fence_release_behaves_as_before(api, issue, lost_lease):
     )
     response = post(api, f"/issues/{issue.pk}/release/", {"session": new.pk, "fence": None})
     assert response.status_code == 200, response.content
+
+
+# --- links to another workspace (invariant 9) -----------------------------------------
 
 
 def test_patch_project_primary_worktree_of_another_workspace_is_400(api, project, their_only):

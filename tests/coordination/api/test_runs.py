@@ -411,6 +411,9 @@ def test_bad_live_filter_is_400(api, three_runs):
     assert_error(api.get(f"{V1}/runs/?live=maybe"), 400, "invalid")
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.django_db
 def test_a_run_without_a_lock_has_no_fence(api, issue, make_session):
     body = post(api, "/runs/", {"session": make_session().pk, "issue": issue.pk}).json()

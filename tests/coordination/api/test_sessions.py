@@ -86,6 +86,9 @@ def test_list_is_paginated(api, make_session):
     assert_error(api.get(f"{V1}/sessions/?page=9"), 404, "not_found")
 
 
+# --- a worktree of another workspace (invariant 9) ------------------------------------
+
+
 def test_register_with_a_worktree_of_another_workspace_is_400(api, their_only):
     body = assert_error(
         post(api, "/sessions/", {"agent": "coder-1", "worktree": "elsewhere"}), 400, "invalid"

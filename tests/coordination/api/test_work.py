@@ -240,6 +240,9 @@ def test_messages_for_an_agent_follow_its_live_claims(api, workspace, make_issue
     assert api.get(f"{V1}/messages/?agent=nobody").json()["results"] == []
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.django_db
 def test_a_lost_holder_cannot_finish_work_with_its_old_fence(
     api, workspace, issue, make_session, roomy

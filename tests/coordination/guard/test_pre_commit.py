@@ -1,4 +1,4 @@
-"""The pre-commit guard: ``POST /file-claims/check/`` and the git hook that calls it.
+"""The pre-commit guard: the git hook that calls ``POST /file-claims/check/``.
 
 The hook tests build a real git repository in ``tmp_path``, install the hook as
 downloaded from the live server, and run ``git commit`` against that server.
@@ -29,10 +29,7 @@ HOOK = Path(pre_commit.__file__)
 LIVE = pytest.mark.django_db(transaction=True)
 
 
-# --- the endpoint ------------------------------------------------------------------------
-
-
-# --- the download ------------------------------------------------------------------------
+# --- the script --------------------------------------------------------------------------
 
 
 def test_the_script_imports_only_the_standard_library():

@@ -1,9 +1,7 @@
-"""The MCP endpoint /mcp, driven by the official SDK's Streamable HTTP client.
+"""The MCP server, driven by the official SDK's Streamable HTTP client.
 
 The tests talk to a live server (a real HTTP port) as a coding agent would: the
-SDK client with the bearer key (the last two, about crashes and rate limits, run
-in-process).
-Every conversation is bounded by TIMEOUT seconds.
+SDK client with the bearer key. Every conversation is bounded by TIMEOUT seconds.
 """
 
 import httpx2

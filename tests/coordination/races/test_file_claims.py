@@ -229,6 +229,9 @@ def test_a_claim_racing_the_close_of_its_own_issue_never_outlives_it(
         release_everything()
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_fenced_file_claim_racing_a_start_work_on_the_same_paths(

@@ -112,6 +112,9 @@ def test_a_claim_racing_the_close_of_its_issue_never_outlives_it(
         )
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_lost_holders_release_racing_the_reclaim_has_exactly_one_winner(

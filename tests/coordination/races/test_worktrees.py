@@ -98,6 +98,9 @@ def test_two_dispatchers_race_to_reclaim_a_dead_holders_lock(
         worktrees.finish_run(workspace=workspace, run_id=winners[0].pk, outcome="succeeded")
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_lost_runs_finish_racing_a_dispatch_onto_its_worktree_has_exactly_one_winner(

@@ -1,4 +1,5 @@
-"""Sessions and liveness (invariant 1): derived at read time from one TTL."""
+"""Sessions and liveness (invariant 1): derived at read time from one TTL; a heartbeat
+returns the session as the list shows it."""
 
 import pytest
 from django.test import override_settings

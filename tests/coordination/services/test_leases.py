@@ -153,6 +153,9 @@ def test_a_closed_issue_cannot_be_leased(workspace, make_issue, make_session, cl
     assert not IssueLease.objects.exists()
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.django_db
 def test_lease_fences_grow_per_issue_through_release_expiry_override_and_close(
     api, workspace, make_issue, make_session, roomy

@@ -376,6 +376,9 @@ def test_ending_the_session_releases_its_locks_and_cancels_its_running_runs(
     assert Run.objects.get(pk=other.pk).status == "running"
 
 
+# --- fences ---------------------------------------------------------------------------
+
+
 @pytest.mark.django_db
 def test_lock_fences_grow_per_worktree_through_finish_expiry_override_and_end(
     api, workspace, make_issue, make_session, tree, roomy

@@ -1,4 +1,4 @@
-"""Management commands and the embedded-database configuration."""
+"""``create_api_key``: a key for a new or an existing workspace, printed alone."""
 
 from io import StringIO
 

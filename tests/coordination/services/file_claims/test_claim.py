@@ -1,4 +1,4 @@
-"""File-claim services: all-or-nothing claims, reclaim, force, release (invariants 4-8)."""
+"""Claiming files: all-or-nothing claims, reclaim, force, the conflict log (invariants 4-8)."""
 
 import pytest
 
@@ -353,7 +353,7 @@ def test_a_string_is_not_a_list_of_paths(claim, issue):
     assert not FileClaim.objects.exists()
 
 
-# --- releasing -----------------------------------------------------------------------------
+# --- the rows a claim returns ---------------------------------------------------------
 
 
 def test_claims_come_back_as_the_orm_reads_them(workspace, issue, make_session):

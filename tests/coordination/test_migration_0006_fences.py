@@ -1,15 +1,13 @@
 """Migration 0006: existing leases and locks numbered per issue and per worktree."""
 
-from coordination.models import IssueLease
-from coordination.models import Worktree
-from coordination.models import WorktreeLock
+import importlib
+
+import pytest
 from django.apps import apps
 from django.utils import timezone
-from tests.coordination.conftest import lease_fences
-from tests.coordination.conftest import lock_fences
-import importlib
-import pytest
 
+from coordination.models import IssueLease, Worktree, WorktreeLock
+from tests.coordination.conftest import lease_fences, lock_fences
 
 fences_migration = importlib.import_module("coordination.migrations.0006_fences")
 

@@ -1,5 +1,5 @@
-"""No link crosses a workspace (invariant 9): refused by the admin forms, by the API,
-and by the database itself (migration 0003), on SQLite and on PostgreSQL.
+"""No link crosses a workspace (invariant 9), refused by the database itself (migration
+0003), on SQLite and on PostgreSQL; and the migration's repair of existing rows.
 
 The links: issue.worktree, issue.project, issue.assignee, agent.worktree and
 project.primary_worktree; and the other side, a linked worktree, project or agent
@@ -7,35 +7,19 @@ moving to another workspace.
 """
 
 import importlib
-import threading
-import time
 
 import pytest
 from django.apps import apps
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.db import IntegrityError, connection, connections, transaction
-from django.urls import reverse
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from coordination.models import Agent, AgentSession, Issue, Project, Workspace, Worktree
-from tests.api_helpers import V1, assert_error, post
-
+from coordination.models import Agent, Issue, Project, Workspace, Worktree
 from tests.coordination.conftest import snapshot
-
 
 pytestmark = pytest.mark.django_db
 
 links_migration = importlib.import_module("coordination.migrations.0003_workspace_links")
-
-
-# --- the API -------------------------------------------------------------------------
-
-
-# --- the admin -----------------------------------------------------------------------
-
-
-# Sent with every admin POST: harmless where the admin shows no such field.
 
 
 # --- the database ----------------------------------------------------------------------
@@ -259,8 +243,8 @@ def test_an_unchanged_link_does_not_recheck(linked):
 
 
 def test_migration_clears_nullable_cross_links_and_refuses_a_foreign_project(
-    capsys, linked, workspace, project, agent, their_only, their_agent, their_project
-, editor):
+    capsys, linked, workspace, project, agent, their_only, their_agent, their_project, editor
+):
     links_migration.remove_guards(apps, editor)
     try:
         Issue.objects.filter(pk=linked.pk).update(worktree=their_only, assignee=their_agent)
@@ -283,8 +267,3 @@ def test_migration_clears_nullable_cross_links_and_refuses_a_foreign_project(
 
     with refused("agent_worktree_same_workspace"), transaction.atomic():
         Agent.objects.filter(pk=agent.pk).update(worktree=their_only)
-
-
-# --- races (PostgreSQL) ----------------------------------------------------------------
-
-
