@@ -1,4 +1,5 @@
-"""Shared fixtures: two workspaces (ours and a stranger's), keys, clients, helpers.
+"""Shared fixtures: two workspaces (ours and a stranger's), keys, clients, the people
+(alice, bob, charlie and the operator), helpers.
 
 The suite runs on SQLite by default and on PostgreSQL when DATABASE_URL points
 there. Tests marked ``postgres`` (real concurrency) are deselected on SQLite by
@@ -7,7 +8,6 @@ there. Tests marked ``postgres`` (real concurrency) are deselected on SQLite by
 
 import os
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db import connection, connections
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -95,6 +96,45 @@ def stranger_api(other_workspace: Workspace) -> APIClient:
     return make_client(raw)
 
 
+def password_of(username: str) -> str:
+    return f"pw-{username}-123"
+
+
+@pytest.fixture
+def alice(workspace: Workspace, django_user_model: Any) -> Any:
+    """A member of ``workspace`` who is not staff: a manager reading her fleet's pages."""
+    user = django_user_model.objects.create_user("alice", password=password_of("alice"))
+    workspace.members.add(user)
+    return user
+
+
+@pytest.fixture
+def bob(workspace: Workspace, django_user_model: Any) -> Any:
+    """Alice's teammate: another member of ``workspace``, not staff."""
+    user = django_user_model.objects.create_user("bob", password=password_of("bob"))
+    workspace.members.add(user)
+    return user
+
+
+@pytest.fixture
+def charlie(db: None, django_user_model: Any) -> Any:
+    """A stranger: a user of no workspace."""
+    return django_user_model.objects.create_user("charlie", password=password_of("charlie"))
+
+
+@pytest.fixture
+def ops(db: None, django_user_model: Any) -> Any:
+    """The operator: a superuser, who runs the admin."""
+    return django_user_model.objects.create_superuser("ops", password=password_of("ops"))
+
+
+@pytest.fixture
+def operator(client: Client, ops: Any) -> Client:
+    """A browser logged in as the operator."""
+    client.force_login(ops)
+    return client
+
+
 @pytest.fixture
 def project(workspace: Workspace) -> Project:
     return Project.objects.create(workspace=workspace, key="core", name="Core", agent_wip_limit=3)
@@ -132,32 +172,6 @@ def expire(session: AgentSession, *, seconds_past_ttl: int = 5) -> None:
         seconds=settings.PROJEKTOR_SESSION_TTL_SECONDS + seconds_past_ttl
     )
     AgentSession.objects.filter(pk=session.pk).update(last_heartbeat_at=stale)
-
-
-def run_in_threads(target: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
-    """Start one thread per args tuple, release them together, return results in order.
-
-    Each thread uses its own database connection (Django's are per thread) and
-    closes it at the end. An exception is returned as the result, not raised.
-    """
-    barrier = threading.Barrier(len(args))
-    results: list[Any] = [None] * len(args)
-
-    def worker(index: int, call_args: tuple[Any, ...]) -> None:
-        try:
-            barrier.wait()
-            results[index] = target(*call_args)
-        except Exception as error:  # noqa: BLE001 - the caller inspects it
-            results[index] = error
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker, args=(i, a)) for i, a in enumerate(args)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
 
 
 @pytest.fixture

@@ -1,0 +1,164 @@
+"""Races on PostgreSQL: real threads, each with its own connection and live session.
+
+These prove invariants 2-4 under READ COMMITTED, where a check-then-insert that is
+not serialised per project would let several claimers in at once.
+"""
+
+import pytest
+
+from coordination.errors import InvalidTransition, LeaseHeld, StaleFence, WipLimitReached
+from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
+from coordination.services import leases, workflow
+from tests.conftest import expire
+from tests.coordination.conftest import claim_lease, lease_fences
+from tests.coordination.races.conftest import FENCE_ROUNDS, run_in_threads
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+THREADS = 64
+
+
+def claim(workspace, issue_id, session_id):
+    return leases.claim_issue(workspace=workspace, issue_id=issue_id, session_id=session_id)
+
+
+def test_64_claimers_of_one_issue_get_exactly_one_lease(workspace, issue, make_session):
+    sessions = [make_session(f"agent-{n}") for n in range(THREADS)]
+
+    results = run_in_threads(claim, [(workspace, issue.pk, s.pk) for s in sessions])
+
+    winners = [r for r in results if not isinstance(r, Exception)]
+    refusals = [r for r in results if isinstance(r, LeaseHeld)]
+    assert len(winners) == 1 and len(refusals) == THREADS - 1, results
+    holder = winners[0].lease
+    assert {r.extra["holder"]["session"] for r in refusals} == {holder.session_id}
+    assert IssueLease.objects.filter(issue=issue).count() == 1
+
+
+def test_wip_cap_holds_under_64_concurrent_claims_20_times(workspace, make_issue, make_session):
+    sessions = [make_session(f"agent-{n}") for n in range(THREADS)]
+    for round_number in range(20):
+        project = Project.objects.create(
+            workspace=workspace, key=f"p{round_number}", name="Race", agent_wip_limit=3
+        )
+        issues = [make_issue(project=project) for _ in range(THREADS)]
+
+        results = run_in_threads(
+            claim, [(workspace, i.pk, s.pk) for i, s in zip(issues, sessions, strict=True)]
+        )
+
+        denied = [r for r in results if isinstance(r, WipLimitReached)]
+        others = [r for r in results if isinstance(r, Exception) and r not in denied]
+        assert others == [], others
+        assert len(denied) == THREADS - 3, f"round {round_number}"
+        assert IssueLease.objects.live().filter(issue__project=project).count() == 3
+        assert WipCapDenial.objects.filter(project=project).count() == THREADS - 3
+
+
+def test_two_claimers_race_to_reclaim_a_dead_holders_lease(workspace, issue, make_session):
+    for _ in range(10):
+        dead = make_session("dead")
+        old = claim(workspace, issue.pk, dead.pk).lease
+        expire(dead)
+        a, b = make_session("a"), make_session("b")
+
+        results = run_in_threads(claim, [(workspace, issue.pk, a.pk), (workspace, issue.pk, b.pk)])
+
+        winners = [r for r in results if not isinstance(r, Exception)]
+        assert len(winners) == 1, results
+        assert isinstance(next(r for r in results if r not in winners), LeaseHeld)
+        old.refresh_from_db()
+        assert old.release_reason == ReleaseReason.EXPIRED
+        assert (
+            IssueLease.objects.filter(
+                issue=issue, release_reason=ReleaseReason.EXPIRED, session=dead
+            ).count()
+            == 1
+        )
+        # Clear the field for the next repetition.
+        IssueLease.objects.filter(issue=issue, released_at__isnull=True).update(
+            released_at=old.released_at, release_reason=ReleaseReason.RELEASED
+        )
+
+
+def test_a_claim_racing_the_close_of_its_issue_never_outlives_it(
+    workspace, project, make_issue, make_session
+):
+    """Closing releases the lease; a lease admitted while the close commits would be
+    missed by that release and keep a closed issue leased."""
+    project.agent_wip_limit = 100
+    project.save()
+
+    def close(issue_id):
+        return workflow.transition_issue(
+            workspace=workspace, issue_id=issue_id, to="cancelled", by_human=False
+        )
+
+    def work(kind, issue_id, session_id=None):
+        return close(issue_id) if kind == "close" else claim(workspace, issue_id, session_id)
+
+    for round_number in range(20):
+        issues = [make_issue() for _ in range(8)]
+        sessions = [make_session(f"c-{round_number}-{n}") for n in range(8)]
+        jobs = [("close", issue.pk) for issue in issues]
+        jobs += [("claim", i.pk, s.pk) for i, s in zip(issues, sessions, strict=True)]
+
+        results = run_in_threads(work, jobs)
+
+        errors = [r for r in results if isinstance(r, Exception)]
+        assert [e for e in errors if not isinstance(e, InvalidTransition)] == []
+        assert not IssueLease.objects.unreleased().filter(issue__status="cancelled").exists(), (
+            f"round {round_number}"
+        )
+
+
+# --- fences ---------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_holders_release_racing_the_reclaim_has_exactly_one_winner(
+    workspace, issue, make_session, roomy
+):
+    """Each round: the old holder (expired) releases with its fence while a new session
+    claims. Either the release lands first (and the claim takes a fresh lease), or the
+    reclaim does (and the release is refused ``stale_fence``); never both, never
+    neither, never a claim refused as held by the dead."""
+
+    def act(kind, session_id, fence=None):
+        if kind == "release":
+            return leases.release_issue(
+                workspace=workspace, issue_id=issue.pk, session_id=session_id, fence=fence
+            )
+        return leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session_id)
+
+    outcomes = []
+    for round_number in range(FENCE_ROUNDS):
+        old = make_session(f"old-{round_number}")
+        lease = claim_lease(workspace, issue, old)
+        expire(old)
+        new = make_session(f"new-{round_number}")
+
+        released, claimed = run_in_threads(
+            act, [("release", old.pk, lease.fence), ("claim", new.pk)]
+        )
+
+        assert not isinstance(claimed, Exception), (round_number, claimed)
+        assert claimed.created and claimed.lease.fence > lease.fence
+        lease.refresh_from_db()
+        if isinstance(released, StaleFence):
+            outcomes.append("reclaimed")
+            assert lease.release_reason == ReleaseReason.EXPIRED
+            assert released.extra["current_fence"] == claimed.lease.fence
+        else:
+            outcomes.append("released")
+            assert isinstance(released, IssueLease), (round_number, released)
+            assert lease.release_reason == ReleaseReason.RELEASED and released.fence == lease.fence
+        unreleased = IssueLease.objects.unreleased().filter(issue=issue)
+        assert list(unreleased.values_list("pk", flat=True)) == [claimed.lease.pk]
+        leases.release_issue(
+            workspace=workspace, issue_id=issue.pk, session_id=new.pk, fence=claimed.lease.fence
+        )
+
+    assert lease_fences(issue) == list(range(1, 2 * FENCE_ROUNDS + 1))
+    print("outcomes:", {kind: outcomes.count(kind) for kind in set(outcomes)})

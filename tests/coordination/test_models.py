@@ -1,0 +1,59 @@
+"""What the models declare: the original schema's table names (DESIGN.md, Words), one
+unreleased lease per issue, fences never reused, keys stored as digests."""
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from coordination.models import (
+    AgentSession,
+    ApiKey,
+    ClaimConflict,
+    FileClaim,
+    IssueLease,
+    WipCapDenial,
+    WorktreeLock,
+)
+
+ORIGINAL_NAMES = {
+    AgentSession: "agent_sessions",
+    IssueLease: "issue_leases",
+    FileClaim: "issue_file_claims",
+    ClaimConflict: "claim_conflicts",
+    WipCapDenial: "wip_cap_denials",
+}
+
+
+@pytest.mark.django_db
+def test_coordination_tables_carry_their_original_names():
+    tables = set(connection.introspection.table_names())
+    for model, name in ORIGINAL_NAMES.items():
+        assert model._meta.db_table == name and name in tables
+
+
+@pytest.mark.django_db
+def test_the_database_refuses_a_reused_fence(workspace, issue, tree, make_session):
+    session = make_session()
+    IssueLease.objects.create(
+        workspace=workspace, issue=issue, session=session, fence=7, released_at=timezone.now()
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        IssueLease.objects.create(workspace=workspace, issue=issue, session=session, fence=7)
+    WorktreeLock.objects.create(
+        workspace=workspace, worktree=tree, session=session, fence=3, released_at=timezone.now()
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        WorktreeLock.objects.create(workspace=workspace, worktree=tree, session=session, fence=3)
+
+
+def test_only_the_hash_of_a_key_is_stored(workspace):
+    key, raw = ApiKey.issue(workspace)
+    assert raw not in {key.key_hash, key.key_prefix, key.name}
+    assert len(key.key_hash) == 64
+
+
+def test_partial_unique_index_allows_one_unreleased_lease_per_issue(workspace, issue, make_session):
+    a, b = make_session("a"), make_session("b")
+    IssueLease.objects.create(workspace=workspace, issue=issue, session=a)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        IssueLease.objects.create(workspace=workspace, issue=issue, session=b)

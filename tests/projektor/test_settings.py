@@ -1,0 +1,90 @@
+"""Settings read from the environment: the production settings pass ``check --deploy``,
+the embedded SQLite runs in WAL, a throttle rate can be off."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from projektor.settings import env_rate
+from tests.api_helpers import V1
+
+PRODUCTION = {
+    "DEBUG": "false",
+    "SECRET_KEY": "k3y-" + "x7Qp2Lm9Zr4Vt8Nw1Ys6Hb0Jd5Fc3Gk" * 2,
+    "ALLOWED_HOSTS": "tracker.example.com",
+    "PROJEKTOR_HTTPS": "true",
+}
+
+
+def deploy_check(**env: str) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PROJEKTOR_", "SECURE_")) and k not in {"DEBUG", "SECRET_KEY"}
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=Path(settings.BASE_DIR),
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_production_settings_pass_check_deploy():
+    result = deploy_check(**PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_check_deploy_flags_a_site_not_declared_https():
+    """Without PROJEKTOR_HTTPS (plain http, as for local use) the check says what is off."""
+    result = deploy_check(**{**PRODUCTION, "PROJEKTOR_HTTPS": "false"})
+    assert result.returncode != 0
+    flagged = {w for w in ("W004", "W008", "W012", "W016") if f"security.{w}" in result.stderr}
+    assert flagged == {"W004", "W008", "W012", "W016"}, result.stderr
+
+
+ROOT = Path(settings.BASE_DIR)
+
+
+@pytest.mark.django_db
+def test_embedded_sqlite_runs_in_wal_with_immediate_transactions(tmp_path):
+    """Writers queue on the busy timeout instead of failing on lock upgrade."""
+    probe = (
+        "from django.db import connection as c\n"
+        "cur = c.cursor(); cur.execute('PRAGMA journal_mode'); print(cur.fetchone()[0])\n"
+        "options = c.settings_dict['OPTIONS']\n"
+        "print(options['transaction_mode'], options['timeout'])\n"
+    )
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": "true"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["wal", "IMMEDIATE", "20"]
+
+
+@pytest.mark.django_db
+def test_a_throttle_scope_can_be_off(monkeypatch, settings, api):
+    monkeypatch.setenv("PROJEKTOR_THROTTLE_KEY", "off")
+    assert env_rate("PROJEKTOR_THROTTLE_KEY", "6000/min") is None
+    monkeypatch.setenv("PROJEKTOR_THROTTLE_KEY", "often")
+    with pytest.raises(ImproperlyConfigured):
+        env_rate("PROJEKTOR_THROTTLE_KEY", "6000/min")
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"key": None, "anon": "1/min"},
+    }
+    for _ in range(5):  # over any limit: a scope that is off counts nothing
+        assert api.get(f"{V1}/workflow/").status_code == 200
