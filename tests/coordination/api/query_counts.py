@@ -1,9 +1,9 @@
 """Statements per request, pinned by ``test_query_counts``: the same with 2 rows of
 every kind as with 10, so a query per row cannot creep in.
 
-Counted as Django's cursors send them inside the test's transaction: an atomic
-block is a SAVEPOINT and its RELEASE (BEGIN and COMMIT outside tests are not
-counted); the API key's lookup is the first statement of each. The rate limits are
+Counted as Django's cursors send them, inside the test's transaction: there an
+atomic block is a SAVEPOINT and its RELEASE (outside a test, a BEGIN and a COMMIT).
+The API key's lookup is the first statement of each request. The rate limits are
 off (on the database cache their counter is one upsert more per request). One
 number where SQLite and PostgreSQL agree, else one per vendor: PostgreSQL takes
 advisory and row locks that SQLite's single writer does without, and returns the

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import AgentSession, Issue, Project, Workspace, Worktree
 from coordination.services import agents, file_claims, leases, messages, worktrees
 from tests.api_helpers import V1
@@ -96,23 +97,23 @@ def build_world(workspace: Workspace, rows: int) -> World:
         )
     # A rival refused on every held path: one conflict per path.
     rival = issue(0, "rival", Issue.Status.TODO)
-    with pytest.raises(Exception, match="claimed by other issues"):
+    with pytest.raises(FileConflict):
         file_claims.claim_files(
             workspace=workspace,
             issue_id=rival.pk,
             paths=[f"src/{i}.py" for i in range(rows)],
             session_id=sessions[0].pk,
         )
-    # A capped project refusing every session but the first: one denial each.
+    # A project capped at one lease, refusing every session: one denial each.
     capped = Project.objects.create(workspace=workspace, key="capped", name="C", agent_wip_limit=1)
-    for i, session in enumerate(sessions + sessions[:1]):
-        wanted = Issue.objects.create(
-            workspace=workspace, project=capped, title=f"capped {i}", description="d"
-        )
-        try:
-            leases.claim_issue(workspace=workspace, issue_id=wanted.pk, session_id=session.pk)
-        except Exception as refused:  # noqa: BLE001 - wip_limit_reached, as meant
-            assert getattr(refused, "code", None) == "wip_limit_reached", refused
+    wanted = [
+        Issue.objects.create(workspace=workspace, project=capped, title=f"capped {i}")
+        for i in range(rows + 1)
+    ]
+    leases.claim_issue(workspace=workspace, issue_id=wanted[0].pk, session_id=sessions[0].pk)
+    for session, refused in zip(sessions, wanted[1:], strict=True):
+        with pytest.raises(WipLimitReached):
+            leases.claim_issue(workspace=workspace, issue_id=refused.pk, session_id=session.pk)
     return World(workspace, project, rows, sessions, leased, ready, backlog)
 
 
@@ -142,7 +143,7 @@ LISTS = {
     "GET /file-claims/": ("/file-claims/", 1),
     "GET /claim-conflicts/": ("/claim-conflicts/", 1),
     "GET /messages/": ("/messages/", 1),
-    "GET /messages/?agent=": ("/messages/?agent=agent-0", 0),
+    "GET /messages/?agent=": ("/messages/?agent=agent-0", 0),  # one agent's: 1 or more
 }
 
 
