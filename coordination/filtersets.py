@@ -1,4 +1,4 @@
-"""One FilterSet per listed resource: the query parameters of API.md."""
+"""One FilterSet per listed resource: the query parameters of docs/api.md."""
 
 from datetime import UTC
 from typing import Any

@@ -1,14 +1,13 @@
 """Read-only queries, scoped by workspace. Lookups raise the right domain error:
 a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
-other unknown reference in a body is 400 (DESIGN.md, error shape)."""
+other unknown reference in a body is 400 (docs/design.md, error shape)."""
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractUser, AnonymousUser
-from django.db import connection
 from django.db.models import (
     Case,
     Count,
@@ -29,7 +28,7 @@ from django.db.models import (
 from django.db.models.functions import RowNumber, Trim
 
 from coordination.errors import InvalidInput, NotFound
-from coordination.liveness import live_q, live_session_sql
+from coordination.liveness import dialect, live_q
 from coordination.models import (
     Agent,
     AgentSession,
@@ -46,6 +45,9 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
+from coordination.paths import MAX_CHECK_PATHS, checked_paths
+from coordination.services import sql
+from coordination.services.rows import fetchone
 
 
 def sessions(workspace: Workspace) -> AgentSessionQuerySet:
@@ -165,13 +167,7 @@ def get_session(workspace: Workspace, session_id: int, *, in_url: bool = False) 
 def is_live(session: AgentSession) -> bool:
     """Judged by the database, with the same predicate as every other check (as
     SQL: it is asked on every claim, and a queryset costs more than its round trip)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT 1 FROM {AgentSession._meta.db_table} s "
-            f"WHERE s.id = %s AND {live_session_sql('s')}",
-            [session.pk],
-        )
-        return cursor.fetchone() is not None
+    return fetchone(sql.session_is_live(dialect(), session_id=session.pk)) is not None
 
 
 def get_worktree(workspace: Workspace, slug: str) -> Worktree:
@@ -224,6 +220,46 @@ def get_run(workspace: Workspace, run_id: int) -> Run:
 
 def file_claims(workspace: Workspace) -> QuerySet[FileClaim]:
     return FileClaim.objects.filter(workspace=workspace).select_related("agent").order_by("-id")
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds (or held) a path: its issue, session and agent name."""
+
+    path: str
+    issue: int
+    session: int | None
+    agent: str | None
+
+    @classmethod
+    def of(cls, claim: FileClaim) -> "Holder":
+        agent = claim.agent.name if claim.agent is not None else None
+        return cls(path=claim.path, issue=claim.issue_id, session=claim.session_id, agent=agent)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_files(*, workspace: Workspace, issue_id: int, paths: Sequence[str]) -> list[Holder]:
+    """The paths a file claim by this issue would be refused, with their holders.
+
+    The same classification as ``file_claims.claim_files``, read-only: an unreleased
+    claim of another issue is a conflict when its holder session is live or when it
+    has no session (held until forced); a dead holder is not, since a claim would
+    reclaim it. Paths are checked and normalised like a claim's (1 to
+    ``MAX_CHECK_PATHS``: a pre-commit guard sends every staged path at once).
+    """
+    issue = get_issue(workspace, issue_id)
+    wanted = checked_paths(paths, limit=MAX_CHECK_PATHS)
+    held = (
+        FileClaim.objects.unreleased()
+        .filter(workspace=workspace, path__in=wanted)
+        .exclude(issue_id=issue.pk)
+        .filter(Q(session__isnull=True) | live_q("session__"))
+        .select_related("agent")
+        .order_by("path")
+    )
+    return [Holder.of(claim) for claim in held]
 
 
 def claim_conflicts(workspace: Workspace) -> QuerySet[ClaimConflict]:

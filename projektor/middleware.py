@@ -1,4 +1,4 @@
-"""503 ``unavailable`` while the database cannot be reached (DESIGN.md, error shape).
+"""503 ``unavailable`` while the database cannot be reached (docs/design.md, error shape).
 
 A request that meets a dead database (refused or terminated connection, a database
 that accepts no connections, SQLite locked past its busy timeout) answers 503: JSON

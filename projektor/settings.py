@@ -73,7 +73,7 @@ def env_rate(name: str, default: str) -> str | None:
     return rate
 
 
-# Rate limits (API.md): per API key, and per client address for requests without one.
+# Rate limits (docs/api.md): per API key, and per client address for requests without one.
 PROJEKTOR_THROTTLE_KEY = env_rate("PROJEKTOR_THROTTLE_KEY", "6000/min")
 PROJEKTOR_THROTTLE_ANON = env_rate("PROJEKTOR_THROTTLE_ANON", "120/min")
 PROJEKTOR_NUM_PROXIES = int(os.environ.get("PROJEKTOR_NUM_PROXIES", "0"))
@@ -210,7 +210,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "coordination.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    # API.md "Rate limits": per key, else per client address, counted in the shared
+    # docs/api.md "Rate limits": per key, else per client address, counted in the shared
     # ``throttle`` cache (coordination/api/throttling.py says how and why).
     "DEFAULT_THROTTLE_CLASSES": [
         "coordination.api.throttling.ApiKeyRateThrottle",

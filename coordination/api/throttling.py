@@ -1,4 +1,4 @@
-"""Rate limits (API.md, "Rate limits"): per API key, and without a key per client address.
+"""Rate limits (docs/api.md, "Rate limits"): per API key, and without a key per client address.
 
 The design is a fixed-window counter in the ``throttle`` cache, which every app
 process shares (the database on the embedded default, Redis with ``REDIS_URL``).

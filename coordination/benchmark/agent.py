@@ -30,7 +30,7 @@ class HttpTarget:
 
 
 class HttpDriver:
-    """The API calls an agent makes (API.md), with outcome labels for the tally."""
+    """The API calls an agent makes (docs/api.md), with outcome labels for the tally."""
 
     def __init__(self, plan: AgentPlan, target: HttpTarget) -> None:
         self.plan = plan

@@ -3,7 +3,7 @@
 ``seed`` creates the workspace and simulates ``days`` days of ``agents`` agents
 working four projects, then the last few minutes up to now. Each step drives the
 coordination services for real and is then moved into the past by the ``Clock``,
-so every invariant of DESIGN.md holds throughout and at the end, and the contention
+so every invariant of docs/design.md holds throughout and at the end, and the contention
 log, the heatmap and the health pages have a history to show. The same seed gives
 the same story, and so the same number of rows in every table.
 """

@@ -1,4 +1,4 @@
-"""Fences (API.md, "Fences"): every lease and every worktree lock carries a number
+"""Fences (docs/api.md, "Fences"): every lease and every worktree lock carries a number
 that grows with each new lease of its issue (lock of its worktree) and is never reused.
 
 Existing rows are numbered 1, 2, 3, ... per issue (per worktree) in id order, the

@@ -61,7 +61,7 @@ class IssueLease(models.Model):
     acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
-    # Grows with each new lease of the issue and is never reused (API.md, Fences):
+    # Grows with each new lease of the issue and is never reused (docs/api.md, Fences):
     # the services number it in the insert (leases.insert_lease_within_cap); the
     # default serves only rows made directly through the ORM (fixtures).
     fence = models.PositiveIntegerField(default=1, editable=False)
@@ -69,7 +69,7 @@ class IssueLease(models.Model):
     objects = HolderQuerySet.as_manager()
 
     class Meta:
-        db_table = "issue_leases"  # the original schema's name (DESIGN.md)
+        db_table = "issue_leases"  # the original schema's name (docs/design.md)
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "issue"],
@@ -99,7 +99,7 @@ class WipCapDenial(models.Model):
     occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
-        db_table = "wip_cap_denials"  # the original schema's name (DESIGN.md)
+        db_table = "wip_cap_denials"  # the original schema's name (docs/design.md)
         verbose_name = "WIP cap denial"
         indexes = [models.Index(fields=["workspace", "occurred_at"])]
 
@@ -130,7 +130,7 @@ class FileClaim(models.Model):
     objects = HolderQuerySet.as_manager()
 
     class Meta:
-        db_table = "issue_file_claims"  # the original schema's name (DESIGN.md)
+        db_table = "issue_file_claims"  # the original schema's name (docs/design.md)
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "path"],
@@ -168,7 +168,7 @@ class ClaimConflict(models.Model):
     occurred_at = models.DateTimeField(db_default=DbNow(), editable=False)
 
     class Meta:
-        db_table = "claim_conflicts"  # the original schema's name (DESIGN.md)
+        db_table = "claim_conflicts"  # the original schema's name (docs/design.md)
         indexes = [
             models.Index(fields=["workspace", "occurred_at"]),
             models.Index(fields=["workspace", "path"]),

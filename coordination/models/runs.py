@@ -78,7 +78,7 @@ class WorktreeLock(models.Model):
     acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
     released_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
-    # Grows with each new lock of the worktree and is never reused (API.md, Fences):
+    # Grows with each new lock of the worktree and is never reused (docs/api.md, Fences):
     # numbered in the insert (worktrees.insert_lock); the default serves only rows
     # made directly through the ORM (fixtures).
     fence = models.PositiveIntegerField(default=1, editable=False)

@@ -94,7 +94,7 @@ class AgentSession(models.Model):
     objects = AgentSessionQuerySet.as_manager()
 
     class Meta:
-        db_table = "agent_sessions"  # the original schema's name (DESIGN.md)
+        db_table = "agent_sessions"  # the original schema's name (docs/design.md)
         indexes = [
             # "Live sessions of a workspace" is a range scan on active rows only.
             models.Index(

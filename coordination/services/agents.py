@@ -1,4 +1,4 @@
-"""Sessions: register, heartbeat, end (DESIGN.md invariant 1)."""
+"""Sessions: register, heartbeat, end (docs/design.md invariant 1)."""
 
 from collections.abc import Sequence
 from typing import Any

@@ -1,4 +1,4 @@
-"""What the models declare: the original schema's table names (DESIGN.md, Words), one
+"""What the models declare: the original schema's table names (docs/design.md, Words), one
 unreleased lease per issue, fences never reused, keys stored as digests."""
 
 import pytest

@@ -18,7 +18,7 @@ class IdField(serializers.IntegerField):
 
 
 class FenceField(serializers.IntegerField):
-    """An optional fence (API.md, "Fences"): a positive JSON integer within the
+    """An optional fence (docs/api.md, "Fences"): a positive JSON integer within the
     column's range; ``"3"``, ``3.0`` or ``true`` are type errors, not fences. ``null``
     is the same as no fence."""
 

@@ -3,14 +3,12 @@
 Issue leases stop two agents from taking one ticket; file claims stop two agents on
 different tickets from editing one file. The tiers are independent: a claim names an
 issue, but its claimer need not hold that issue's lease. ``claim`` takes them,
-``release`` gives them back, ``check`` says what a claim would refuse.
+``release`` gives them back; ``selectors.check_files`` says what a claim would refuse.
 """
 
 from coordination.paths import MAX_CHECK_PATHS, MAX_PATHS
-from coordination.services.file_claims.check import check_files
 from coordination.services.file_claims.claim import (
     ClaimedFiles,
-    Holder,
     claim_files,
     file_conflict,
     log_conflicts,
@@ -26,8 +24,6 @@ __all__ = [
     "MAX_CHECK_PATHS",
     "MAX_PATHS",
     "ClaimedFiles",
-    "Holder",
-    "check_files",
     "claim_files",
     "file_conflict",
     "log_conflicts",

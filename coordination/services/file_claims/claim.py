@@ -12,8 +12,7 @@ reported as a conflict — never a partial claim, never an ``IntegrityError``.
 """
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from django.db import transaction
 
@@ -26,30 +25,13 @@ from coordination.errors import (
 )
 from coordination.models import Agent, AgentSession, FileClaim, Issue, ReleaseReason, Workspace
 from coordination.paths import MAX_PATHS, checked_paths
+from coordination.selectors import Holder
 from coordination.services import leases, locking, messages, sql
 from coordination.services.common import release_if_holder_dead
 from coordination.services.file_claims.release import release_claims
 from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
 MAX_ATTEMPTS = 4
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds (or held) a path: its issue, session and agent name."""
-
-    path: str
-    issue: int
-    session: int | None
-    agent: str | None
-
-    @classmethod
-    def of(cls, claim: FileClaim) -> "Holder":
-        agent = claim.agent.name if claim.agent is not None else None
-        return cls(path=claim.path, issue=claim.issue_id, session=claim.session_id, agent=agent)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -190,7 +172,7 @@ def claim_files(
 ) -> ClaimedFiles:
     """Claim every path for the issue, or none (invariants 4, 5, 6, 8).
 
-    With ``fence`` (the fence of the issue's lease, API.md "Fences"), the claim is
+    With ``fence`` (the fence of the issue's lease, docs/api.md "Fences"), the claim is
     made only while that lease is the issue's unreleased one: otherwise
     ``stale_fence``, and nothing is claimed or logged.
 

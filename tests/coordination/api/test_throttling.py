@@ -1,4 +1,4 @@
-"""Rate limits (API.md): per API key, else per client address; shared by all app processes."""
+"""Rate limits (docs/api.md): per API key, else per client address; shared by all app processes."""
 
 import http.client
 import os
