@@ -38,7 +38,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # Sessions.
     "POST /sessions/": 11,
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
-    "POST /sessions/{id}/end/": 13,
+    "POST /sessions/{id}/end/": 10,
     # Leases.
     "POST /issues/{id}/claim/": 11,
     "POST /issues/{id}/claim/ (held)": 9,
@@ -54,7 +54,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/check/": 3,
     # A unit of work.
     "POST /work/start/": {"sqlite": 38, "postgresql": 39},
-    "POST /work/finish/": 35,
+    "POST /work/finish/": 30,
     # Messages, runs.
     "POST /messages/": 5,
     "POST /runs/": {"sqlite": 19, "postgresql": 20},
