@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.templatetags.static import static
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
