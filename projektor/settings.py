@@ -239,9 +239,27 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Every record reaches the console once, through the root handler: Django's own
+# "django" console handler (DEBUG only) would print each of them a second time,
+# runserver's "Watching for file changes" line among them. Naming "django" resets its
+# children, so runserver's request log ("django.server") is declared as Django has it.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "django": {"handlers": []},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

@@ -1,19 +1,24 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import RedirectView
 
 from coordination.api.schema import PublicDocsView, PublicSchemaView
 from heatmap import urls as heatmap_urls
 
 API_PREFIX = "/api/"
+FAVICON = "coordination/favicon.ico"  # a static file, served by WhiteNoise
 
 urlpatterns = [
     path("", include(heatmap_urls.urlpatterns)),  # the managers' pages
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin, JSON answers).
+    path("favicon.ico", RedirectView.as_view(url=static(FAVICON)), name="favicon"),
     path("admin/", admin.site.urls),
     path("guard/", include("coordination.guard.urls")),
     path("api/v1/schema/", PublicSchemaView.as_view(), name="schema"),

@@ -2,6 +2,7 @@
 the embedded SQLite runs in WAL, a throttle rate can be off."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,31 @@ def test_a_throttle_scope_can_be_off(monkeypatch, settings, api):
     }
     for _ in range(5):  # over any limit: a scope that is off counts nothing
         assert api.get(f"{V1}/workflow/").status_code == 200
+
+
+@pytest.mark.parametrize("debug", ["true", "false"])
+def test_each_log_record_is_printed_once(tmp_path, debug):
+    """runserver's "Watching for file changes" line, a 404 warning, our own warnings:
+    once each, whether DEBUG adds Django's own console handler or not; and the request
+    log keeps its timestamp."""
+    probe = (
+        "import logging\n"
+        "logging.getLogger('django.utils.autoreload').info('watching-line')\n"
+        "logging.getLogger('django.request').warning('not-found-line')\n"
+        "logging.getLogger('coordination.probe').warning('our-line')\n"
+        "logging.getLogger('django.server').info('request-line')\n"
+    )
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": debug}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = result.stderr.splitlines()
+    for text in ("watching-line", "not-found-line", "our-line"):
+        assert lines.count(text) == 1, result.stderr
+    [request] = [line for line in lines if "request-line" in line]
+    assert re.fullmatch(r"\[.+\] request-line", request), request

@@ -1,18 +1,24 @@
 """``seed_demo``: the demo workspace with a month of history, two logins and a key.
 
-Running it again does not seed again: it issues a fresh API key and prints the
-same banner.
+Running it again does not seed again: it prints the same banner, with the logins'
+password (or how to reset it, once changed), a fresh API key (the previous demo key
+is revoked) and an issue free to claim.
 """
 
+import os
+import shlex
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from coordination import demo
-from coordination.models import ApiKey, Workspace
+from coordination.demo import access
+from coordination.models import Workspace
 
 BASE_URL = "http://127.0.0.1:8000"
 PAGES = (
@@ -22,6 +28,7 @@ PAGES = (
     "/admin/",
     "/api/v1/docs/",
 )
+NO_FREE_ISSUE = "none now (every ready issue was leased, or its project is at its WIP cap)"
 
 
 class Command(BaseCommand):
@@ -31,7 +38,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--password", default="projektor-demo")
+        parser.add_argument("--password", default=access.PASSWORD)
         parser.add_argument("--agents", type=int, default=12, help="fleet size (at least 4)")
         parser.add_argument("--days", type=int, default=30, help="days of history (at least 1)")
         parser.add_argument("--seed", type=int, default=1, help="same seed, same history")
@@ -48,18 +55,23 @@ class Command(BaseCommand):
                     agents=options["agents"], days=options["days"], seed=options["seed"]
                 )
             logins = [
-                self.login(workspace, "admin", options["password"], operator=True),
-                self.login(workspace, "manager", options["password"], operator=False),
+                access.login(workspace, "admin", options["password"], operator=True),
+                access.login(workspace, "manager", options["password"], operator=False),
             ]
-            _, raw = ApiKey.issue(workspace, "demo")
+            raw = access.fresh_key(workspace)
+        issue = access.free_issue(workspace)
         summary = demo.summarise(workspace)
         took = f"seeded in {time.monotonic() - started:.1f} s" if seeded else "already seeded"
+        shell = f"export KEY={raw}" + (f" ISSUE={issue.pk}" if issue else "")
+        free = f"{issue.pk} ({issue.project.key}: {issue.title})" if issue else NO_FREE_ISSUE
         lines = [
             "",
             f"Projektor demo is ready (workspace {demo.SLUG!r}, {took}).",
-            f"  logins      : {logins[0]}",
-            f"                {logins[1]}",
+            f"  logins      : {login_line(logins[0])}",
+            f"                {login_line(logins[1])}",
             f"  API key     : {raw}",
+            f"  free issue  : {free}",
+            f"  shell       : {shell}  # for the README's examples",
             f"  try         : curl -H 'Authorization: Bearer {raw}' {BASE_URL}/api/v1/issues/",
             *(
                 f"  {'pages       :' if i == 0 else '':<14}{BASE_URL}{page}"
@@ -70,15 +82,25 @@ class Command(BaseCommand):
         ]
         self.stdout.write("\n".join(lines))
 
-    def login(self, workspace: Workspace, username: str, password: str, *, operator: bool) -> str:
-        """Create the user if missing (a member of the demo workspace) and say how
-        to log in; an existing user's password is left alone."""
-        user, created = get_user_model().objects.get_or_create(
-            username=username, defaults={"is_staff": operator, "is_superuser": operator}
-        )
-        if created:
-            user.set_password(password)
-            user.save()
-        workspace.members.add(user)
-        kind = "operator: admin and every page" if operator else "member: the managers' pages"
-        return f"{username} / {password if created else '(unchanged)'}  ({kind})"
+
+def login_line(login: access.Login) -> str:
+    kind = "operator: admin and every page" if login.operator else "member: the managers' pages"
+    if login.password is None:
+        reset = manage_py("changepassword", login.username)
+        return f"{login.username} / (password changed; to set a new one: {reset})  ({kind})"
+    return f"{login.username} / {login.password}  ({kind})"
+
+
+def manage_py(*args: str) -> str:
+    """The command line that runs ``manage.py`` as this process was run: with the
+    checkout's interpreter, on the same database, and with ``DEBUG=true`` when only
+    that let the settings load without a ``SECRET_KEY`` (as under ``make run``)."""
+    try:
+        interpreter = str(Path(sys.executable).relative_to(Path.cwd()))
+    except ValueError:
+        interpreter = "python"
+    env = {"DATABASE_URL": os.environ.get("DATABASE_URL", "")}
+    if settings.DEBUG and not os.environ.get("SECRET_KEY"):
+        env["DEBUG"] = "true"
+    assignments = [f"{name}={shlex.quote(value)}" for name, value in env.items() if value]
+    return " ".join([*assignments, shlex.join([interpreter, "manage.py", *args])])

@@ -9,7 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db.models import Count, Max, Min
 from django.utils import timezone
+from rest_framework.test import APIClient
 
+from coordination.demo import access, world
 from coordination.models import (
     Agent,
     AgentSession,
@@ -170,7 +172,7 @@ def test_running_it_again_adds_nothing_but_a_key(demo):
     out = seed_demo()
     assert counts() == before
     assert ApiKey.objects.filter(workspace=demo).count() == keys + 1
-    assert "(unchanged)" in out and "already seeded" in out
+    assert "admin / projektor-demo" in out and "already seeded" in out
 
 
 def test_the_banner_names_logins_key_and_pages():
@@ -206,3 +208,110 @@ def test_demo_key_works_against_the_api(client):
     assert response.json()["count"] == Issue.objects.filter(workspace__slug="demo").count() > 0
     call_command("seed_demo", stdout=StringIO())  # running it twice is harmless
     assert Issue.objects.filter(workspace__slug="demo").count() == response.json()["count"]
+
+
+# --- what every run hands out -------------------------------------------------------
+
+TINY = ("--agents", "4", "--days", "2")
+
+
+def run_tiny(*args: str) -> str:
+    out = StringIO()
+    call_command("seed_demo", *TINY, *args, stdout=out)
+    return out.getvalue()
+
+
+def field(out: str, label: str) -> str:
+    """The value of a banner line, ``  <label> : <value>``."""
+    return next(line.split(":", 1)[1].strip() for line in out.splitlines() if label in line)
+
+
+def shell_line(out: str) -> dict[str, str]:
+    """The variables of the banner's ``export KEY=… ISSUE=…`` line."""
+    exported = field(out, "shell").split("#")[0].split()
+    assert exported[0] == "export"
+    return dict(assignment.split("=", 1) for assignment in exported[1:])
+
+
+def test_every_run_prints_the_password_and_one_working_demo_key(client):
+    first, second = run_tiny(), run_tiny()
+    for out in (first, second):
+        assert "admin / projektor-demo" in out and "manager / projektor-demo" in out
+    old, new = field(first, "API key"), field(second, "API key")
+    assert shell_line(second)["KEY"] == new != old
+    workspace = Workspace.objects.get(slug="demo")
+    live = ApiKey.objects.filter(workspace=workspace, name="demo", revoked_at__isnull=True)
+    assert [key.key_prefix for key in live] == [new[:10]]
+    assert ApiKey.objects.filter(workspace=workspace, name="demo").count() == 2
+    for raw, status in ((old, 401), (new, 200)):
+        response = client.get("/api/v1/issues/", headers={"Authorization": f"Bearer {raw}"})
+        assert response.status_code == status, raw
+
+
+def test_a_changed_password_is_never_printed_only_how_to_set_one():
+    run_tiny()
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password("chosen-later")
+    admin.save()
+    out = run_tiny()
+    assert "manager / projektor-demo" in out
+    [login] = [line for line in out.splitlines() if "admin /" in line]
+    assert "projektor-demo" not in login and "chosen-later" not in login
+    assert "manage.py changepassword admin" in login
+    admin.refresh_from_db()
+    assert admin.check_password("chosen-later")  # left alone
+    # Asked for another password than the one set: neither is printed.
+    out = run_tiny("--password", "another-one")
+    assert "another-one" not in out and out.count("manage.py changepassword") == 2
+
+
+def test_the_readme_examples_work_with_what_the_banner_prints(client):
+    """README "Using the API" and "MCP", call by call, with the printed KEY and ISSUE."""
+    exported = shell_line(run_tiny())
+    key, issue = exported["KEY"], int(exported["ISSUE"])
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def post(url: str, body: dict[str, Any], status: int) -> dict[str, Any]:
+        response = api.post(f"/api/v1/{url}", body, format="json")
+        assert response.status_code == status, (url, response.content)
+        return response.json()
+
+    ready = api.get("/api/v1/issues/ready/").json()["results"]
+    assert issue in [row["id"] for row in ready]
+    session = post("sessions/", {"agent": "coder-1", "role": "engineer"}, 201)["id"]
+    post(f"sessions/{session}/heartbeat/", {}, 200)
+    assert post(f"issues/{issue}/claim/", {"session": session}, 201)["fence"] == 1
+    post(f"issues/{issue}/release/", {"session": session}, 200)
+    paths = ["src/api/rate_limits.py"]  # outside the demo's tree: no demo claim holds it
+    assert not set(paths) & set(world.SOURCE_TREE)
+    work = post("work/start/", {"agent": "coder-1", "issue": issue, "paths": paths}, 201)
+    report = {
+        "summary": "Added rate limits.",
+        "verification": "New tests; the suite passes.",
+        "pr_link": "https://example.com/pr/1",
+    }
+    body = {"session": work["session"]["id"], "issue": issue, "report": report}
+    assert post("work/finish/", body, 200)["issue"]["status"] == "in_review"
+    body = {"session": work["session"]["id"], "fence": 1}
+    assert post(f"issues/{issue}/release/", body, 409)["code"] == "stale_fence"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "register_agent", "arguments": {"agent": "coder-2"}},
+    }
+    response = client.post(
+        "/mcp",
+        call,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code == 200 and response.json()["result"]["isError"] is False
+
+
+def test_no_free_issue_is_said_so(monkeypatch):
+    monkeypatch.setattr(access, "free_issue", lambda workspace: None)
+    out = run_tiny()
+    assert field(out, "free issue").startswith("none")
+    assert "ISSUE=" not in field(out, "shell")

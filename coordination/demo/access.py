@@ -1,0 +1,59 @@
+"""What the demo hands its user on every run: two logins, one live key and an issue
+an agent can take right now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef
+
+from coordination import selectors
+from coordination.models import ApiKey, Issue, IssueLease, Workspace
+from coordination.services import operators
+
+PASSWORD = "projektor-demo"
+KEY_NAME = "demo"
+
+
+@dataclass(frozen=True)
+class Login:
+    username: str
+    operator: bool
+    password: str | None  # None: changed since the seed, so not ours to print
+
+
+def login(workspace: Workspace, username: str, password: str, *, operator: bool) -> Login:
+    """Create the user if missing (a member of the demo workspace). An existing
+    user's password is left alone: it is printed only while it is still
+    ``password``, since a changed one cannot be read back."""
+    user, created = get_user_model().objects.get_or_create(
+        username=username, defaults={"is_staff": operator, "is_superuser": operator}
+    )
+    if created:
+        user.set_password(password)
+        user.save()
+    workspace.members.add(user)
+    still = created or user.check_password(password)
+    return Login(username=username, operator=operator, password=password if still else None)
+
+
+def fresh_key(workspace: Workspace) -> str:
+    """Revoke the demo keys of earlier runs and mint one: only its hash is stored, so
+    an old key cannot be printed again, and old ones are not left working."""
+    earlier = ApiKey.objects.filter(workspace=workspace, name=KEY_NAME, revoked_at__isnull=True)
+    operators.revoke_api_keys(keys=earlier)
+    return ApiKey.issue(workspace, KEY_NAME)[1]
+
+
+def free_issue(workspace: Workspace) -> Issue | None:
+    """The first issue of the ready queue that a new session can claim now (its
+    project is below its WIP cap), preferring one never leased: its first lease has
+    fence 1."""
+    ever_leased = Exists(IssueLease.objects.filter(issue=OuterRef("pk")))
+    ready = selectors.ready_issues(workspace).annotate(ever_leased=ever_leased)
+    for issue in sorted(ready, key=lambda issue: issue.ever_leased):  # type: ignore[attr-defined]
+        live = IssueLease.objects.live().filter(issue__project=issue.project).count()
+        if live < issue.project.agent_wip_limit:
+            return issue
+    return None
