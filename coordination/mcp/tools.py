@@ -4,7 +4,7 @@ A tool call is that REST call, made in-process (``coordination.mcp.rest``): the
 same view, serializer, service and errors, so MCP and REST cannot drift. The
 arguments are the REST body (or, for a GET, the query parameters), plus the URL
 id under ``url_id`` where the path has one; the result is the REST response body.
-The names are the bracketed ones of docs/api.md, and those of its section "MCP".
+The names are the bracketed ones of docs/api.md and those of docs/api.md "MCP".
 One tool is no REST call: ``whoami`` (``coordination.mcp.whoami``).
 """
 
