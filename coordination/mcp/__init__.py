@@ -2,5 +2,6 @@
 
 ``tools`` is the table (tool name → REST call), ``schemas`` derives each tool's
 input schema from the OpenAPI document, ``rest`` calls the REST view in-process,
-``server`` is the MCP SDK server, ``views`` the Django view that serves it.
+``whoami`` answers the one tool that is no REST call, ``server`` is the MCP SDK
+server, ``views`` the Django view that serves it.
 """

@@ -22,7 +22,6 @@ from django.urls import resolve
 from rest_framework.exceptions import ValidationError
 from rest_framework.fields import empty
 from rest_framework.renderers import JSONRenderer
-from rest_framework.response import Response
 
 from coordination.api.exceptions import exception_handler
 from coordination.api.serializers.fields import IdField
@@ -46,7 +45,10 @@ class RestAnswer:
         return self.status >= 400
 
 
-def _render(response: Response) -> RestAnswer:
+def refusal(error: Exception) -> RestAnswer:
+    """``error`` answered as the REST API answers it (a ValidationError: 400 ``invalid``)."""
+    response = exception_handler(error, {})
+    assert response is not None, error
     return RestAnswer(response.status_code, JSONRenderer().render(response.data))
 
 
@@ -103,9 +105,7 @@ def call(tool: ToolSpec, arguments: Mapping[str, Any], outer: HttpRequest) -> Re
         try:
             pk = IdField().run_validation(arguments.pop(tool.url_id, empty))
         except ValidationError as error:
-            response = exception_handler(ValidationError({tool.url_id: error.detail}), {})
-            assert response is not None
-            return _render(response)
+            return refusal(ValidationError({tool.url_id: error.detail}))
         path = path.replace("{id}", str(pk))
     if tool.method == "GET":
         query, body = _query_string(arguments), b""

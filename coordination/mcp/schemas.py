@@ -4,8 +4,8 @@ The document is the one drf-spectacular serves at /api/v1/schema/, built from th
 input serializers and filtersets the REST views validate with; so the schema an
 agent reads is the one its call is checked against. A tool's schema is an object
 of: its URL id (required), its query parameters (GET) or the properties of its
-request body (POST), with ``$ref`` resolved and OpenAPI 3.0's ``nullable`` turned
-into JSON Schema.
+request body (POST, PATCH; less those the call refuses, ``ToolSpec.omit``), with
+``$ref`` resolved and OpenAPI 3.0's ``nullable`` turned into JSON Schema.
 """
 
 import logging
@@ -110,7 +110,8 @@ def derived_input_schema(tool: ToolSpec, document: dict[str, Any]) -> dict[str, 
             raise ValueError(f"{tool.name}: the request body is not an object")
         body_required = set(body_schema.get("required", []))
         for name, schema in body_schema.get("properties", {}).items():
-            add(name, schema, name in body_required)
+            if name not in tool.omit:
+                add(name, schema, name in body_required)
     input_schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,

@@ -21,7 +21,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from coordination.mcp import rest
+from coordination.mcp import rest, whoami
 from coordination.mcp.schemas import input_schemas
 from coordination.mcp.tools import TOOLS, TOOLS_BY_NAME
 
@@ -35,12 +35,19 @@ def instructions() -> str:
     return (
         "Projektor coordinates many coding agents on one codebase. Call get_workflow first: "
         "it gives the issue states, the allowed transitions, the definition of ready, the "
-        "human gates and the report rules. Then: open a session (start_work does it all: "
-        "session, lease, file claims; or register_agent, claim_issue, claim_files); call "
-        f"heartbeat_agent well within the {ttl}-second session TTL, or your lease and file "
-        "claims may be reclaimed by others; claim files before editing them and respect a "
-        "file_conflict (it names the holder; post_message to coordinate); release files and "
-        "the issue when done (finish_work does both and ends the session; else end_agent). "
+        "human gates and the report rules. Find work with get_ready_issues (list_issues and "
+        "get_issue read any issue; create_issue and update_issue file and edit them). Then "
+        "take the issue by either route, both of which end in in_review: "
+        "(1) start_work (opens a session, leases the issue, claims the files and moves a todo "
+        "issue to in_progress, all or nothing), do the work, then finish_work; "
+        "(2) register_agent, claim_issue, claim_files, then transition_issue to in_progress, "
+        "do the work, then finish_work. finish_work moves the issue to in_review (with a "
+        "report {summary, verification} once it was leased), releases its file claims and "
+        "lease and ends the session. Meanwhile call heartbeat_agent well within the "
+        f"{ttl}-second session TTL, or your lease and file claims may be reclaimed by others; "
+        "claim files before editing them and respect a file_conflict (it names the holder; "
+        "list_file_claims shows who holds what; post_message to coordinate). To stop without "
+        "finishing: release_files, release_issue, end_agent. whoami names your workspace. "
         "A refused call is a tool error whose text is the REST error JSON: "
         '{"code": ..., "detail": ...}.'
     )
@@ -49,7 +56,7 @@ def instructions() -> str:
 @cache
 def tool_list() -> list[types.Tool]:
     schemas = input_schemas()
-    return [
+    rest_tools = [
         types.Tool(
             name=tool.name,
             description=f"{tool.description} (REST: {tool.method} {tool.path})",
@@ -58,6 +65,13 @@ def tool_list() -> list[types.Tool]:
         )
         for tool in TOOLS
     ]
+    own = types.Tool(
+        name=whoami.NAME,
+        description=whoami.DESCRIPTION,
+        input_schema=whoami.INPUT_SCHEMA,
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    )
+    return [*rest_tools, own]
 
 
 async def list_tools(
@@ -79,13 +93,17 @@ async def call_tool(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     tool = TOOLS_BY_NAME.get(params.name)
-    if tool is None:
+    if tool is None and params.name != whoami.NAME:
         # Not a tool error but a protocol one (the spec's "Unknown tool" example).
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
     outer = django_request_of(ctx)
+    arguments = params.arguments or {}
     # The REST view runs on the request's own thread (thread-sensitive): the ORM is
     # sync-only and keeps its connection (and any transaction) per thread.
-    answer = await sync_to_async(rest.call)(tool, params.arguments or {}, outer)
+    if tool is None:
+        answer = await sync_to_async(whoami.answer)(arguments, outer)
+    else:
+        answer = await sync_to_async(rest.call)(tool, arguments, outer)
     text = answer.content.decode("utf-8") or "null"
     try:
         body = json.loads(text)

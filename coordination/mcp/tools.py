@@ -4,7 +4,8 @@ A tool call is that REST call, made in-process (``coordination.mcp.rest``): the
 same view, serializer, service and errors, so MCP and REST cannot drift. The
 arguments are the REST body (or, for a GET, the query parameters), plus the URL
 id under ``url_id`` where the path has one; the result is the REST response body.
-The names are the bracketed ones of docs/api.md.
+The names are the bracketed ones of docs/api.md and those of docs/api.md "MCP".
+One tool is no REST call: ``whoami`` (``coordination.mcp.whoami``).
 """
 
 from dataclasses import dataclass
@@ -16,10 +17,12 @@ API = "/api/v1"
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    method: Literal["GET", "POST"]
+    method: Literal["GET", "POST", "PATCH"]
     path: str  # the REST path, as in the OpenAPI document ("{id}" for the URL id)
     description: str
     url_id: str | None = None  # the argument that fills "{id}"
+    # Fields of the REST body schema that the call refuses: not offered as arguments.
+    omit: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if ("{id}" in self.path) != (self.url_id is not None):
@@ -65,6 +68,53 @@ TOOLS: tuple[ToolSpec, ...] = (
         "gates and the report rules. Read it first.",
     ),
     ToolSpec(
+        "list_issues",
+        "GET",
+        f"{API}/issues/",
+        "List issues (paginated, 100 a page), newest first; filter by project key, status, "
+        "and leased=true|false (whether a live session holds the issue). To pick work, "
+        "get_ready_issues ranks the issues that are ready.",
+    ),
+    ToolSpec(
+        "get_issue",
+        "GET",
+        f"{API}/issues/{{id}}/",
+        "One issue: status, priority, description (what done means), worktree, assignee, "
+        "its unreleased lease (holder and liveness) and its completion report.",
+        url_id="issue",
+    ),
+    ToolSpec(
+        "create_issue",
+        "POST",
+        f"{API}/issues/",
+        "Create an issue in a project (by key). It starts in backlog, or in todo when asked "
+        "and it meets the definition of ready (a title, and a description saying what done "
+        "means: else invalid_transition with missing). Priority 0 none, 1 urgent ... 4 low; "
+        "worktree is a slug, assignee an agent name.",
+    ),
+    ToolSpec(
+        "update_issue",
+        "PATCH",
+        f"{API}/issues/{{id}}/",
+        "Edit an issue: only the fields given change (title, description, priority, "
+        "requires_filesystem, worktree slug, assignee agent name; null clears the last "
+        "two). The status moves only through transition_issue; the project never changes.",
+        url_id="issue",
+        omit=("project", "status"),  # IssueInput.NOT_PATCHABLE: a 400 in a PATCH
+    ),
+    ToolSpec(
+        "transition_issue",
+        "POST",
+        f"{API}/issues/{{id}}/transition/",
+        "Move an issue along the workflow (get_workflow lists the moves): todo -> "
+        "in_progress once you hold its lease (claim_issue); in_review or done need a "
+        "completion report {summary, verification, pr_link?} once the issue was ever "
+        "leased; done and cancelled release its lease and file claims. Errors: "
+        "invalid_transition (with allowed or missing), forbidden where only a person may move "
+        "it.",
+        url_id="issue",
+    ),
+    ToolSpec(
         "claim_issue",
         "POST",
         f"{API}/issues/{{id}}/claim/",
@@ -86,6 +136,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Claim 1-100 file paths for an issue before editing them, all or nothing. A path "
         "held by another issue's live claim refuses the whole call with file_conflict, "
         "naming each holder; force=true overrides the holders (they are told).",
+    ),
+    ToolSpec(
+        "list_file_claims",
+        "GET",
+        f"{API}/file-claims/",
+        "List file claims (paginated, newest first): active=true for the unreleased ones; "
+        "filter by issue, session, path (exact), path_prefix (whole segments) and "
+        "release_reason. Shows who holds a file; claim_files itself refuses a held one.",
     ),
     ToolSpec(
         "release_files",

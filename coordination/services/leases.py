@@ -30,7 +30,7 @@ from coordination.services.locking import (
     share_lease_fence,
     share_lock_issue,
 )
-from coordination.services.rows import dialect, fetchone
+from coordination.services.rows import dialect, execute, fetchone
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,15 @@ def lease_held(lease: IssueLease) -> LeaseHeld:
     )
 
 
-def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Claimed:
+def claim_issue(
+    *, workspace: Workspace, issue_id: int, session_id: int, assign: bool = True
+) -> Claimed:
     """Take the issue's lease for a live session (invariants 2, 3, 4, 8).
 
     A dead holder's lease is reclaimed ``expired`` in this call. A WIP refusal is
-    raised only after the transaction commits, so its denial row survives.
+    raised only after the transaction commits, so its denial row survives. A new
+    lease makes its agent the issue's assignee if it has none (``assign``; start_work
+    assigns later in its own transaction, ``coordination.services.locking`` says why).
     """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
@@ -131,11 +135,21 @@ def claim_issue(*, workspace: Workspace, issue_id: int, session_id: int) -> Clai
             record_denial(
                 workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
             )
+        elif assign:
+            # Last: it turns the issue's share into a row lock, held only to the commit.
+            assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
     if lease_id is None:
         raise WipLimitReached(
             f"Project {issue.project.key} already has {limit} live leases.", limit=limit
         )
     return Claimed(lease=selectors.leases(workspace).get(pk=lease_id), created=True)
+
+
+def assign_if_unassigned(*, issue_id: int, agent_id: int) -> bool:
+    """Make the agent the issue's assignee when it has none; never replace one."""
+    return bool(
+        execute(sql.assign_unassigned_issue(dialect(), issue_id=issue_id, agent_id=agent_id))
+    )
 
 
 def record_denial(

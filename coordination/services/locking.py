@@ -16,6 +16,7 @@ operation                     locks, in order
 lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3)
 (``leases.claim_issue``)      → issue ``FOR SHARE`` (ordered against a close)
                               → a dead holder's lease row (its reclaim UPDATE)
+                              → issue row, if it has no assignee (the assignee UPDATE)
 file claim                    [with a fence: lease row ``FOR SHARE`` → issue
 (``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory lock per path, by key
                               → claiming and holding issues ``FOR SHARE``, by id
@@ -23,7 +24,8 @@ file claim                    [with a fence: lease row ``FOR SHARE`` → issue
 release of claims             claim rows ``FOR UPDATE``, by path (one statement)
 transition / close            issue ``FOR NO KEY UPDATE`` → its lease row → its claim
 (``workflow.transition_issue``) rows, by path
-start_work                    lease claim → file claim → transition (all one
+start_work                    lease claim (not its assignee UPDATE) → file claim
+                              → transition → the assignee UPDATE (all one
                               transaction; the project lock queues two starts of one
                               project, so no two hold the same issue share)
 finish_work                   issue ``FOR NO KEY UPDATE`` (transition) → claim rows by
@@ -45,14 +47,22 @@ Why no cycle can form:
 - Issue locks a claim takes are shares: claimers never wait on each other there. A
   close waits for the shares, and the shares are taken before any claim row, so a
   claimer waiting on a claim row the close holds has nothing the close waits for.
-- Two operations hold a lease row before their issue's strongest lock. A
-  ``start_work`` that reclaims a dead holder's lease updates the lease row, then
-  moves its issue (``FOR NO KEY UPDATE``): a fenced file claim, which takes the
-  lease row first of all, waits for it holding nothing, not even the issue. A close
+- Three operations hold a lease row before their issue's strongest lock. A lease
+  claim or ``start_work`` that reclaims a dead holder's lease updates the lease row,
+  then assigns or moves its issue (``FOR NO KEY UPDATE``): a fenced file claim,
+  which takes the lease row first of all, waits for it holding nothing, not even the
+  issue. A close
   holds the issue ``FOR NO KEY UPDATE`` and then updates the lease row: so the
   fenced claim, holding the lease row's share, asks for the issue ``NOWAIT`` and, if
   it is locked, rolls back, waits for the issue alone (``wait_for_issue``) and tries
   again.
+- The assignee UPDATE turns the claimer's issue share into a row lock: it waits for
+  the other shares (file claimers) to commit. A lease claim makes it last, holding
+  only the project and lease rows, which no file claimer waits for (a fenced one
+  takes the lease row before the issue, as above). start_work makes it after its
+  file claims, with the transition: made at its lease claim, it would hold the issue
+  while asking for a path lock that a file claimer holds while waiting for the
+  issue's share.
 - The fence numbers of leases and worktree locks need the project row and the
   worktree row respectively: every inserter of a number queues on them.
 """

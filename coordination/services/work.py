@@ -1,7 +1,8 @@
 """start_work and finish_work: a unit of work in one call each [start_work, finish_work].
 
 ``start_work`` registers a session, takes the issue's lease, claims the paths, moves
-a ``todo`` issue to ``in_progress`` and says so on the issue: all or nothing. The
+a ``todo`` issue to ``in_progress``, makes the agent its assignee if it has none and
+says so on the issue: all or nothing. The
 steps run in one transaction, so a refusal at any step rolls every step back: no
 session, no lease, no claim is left.
 The logs are the exception, as always: a WIP-cap refusal or a file conflict is
@@ -76,7 +77,7 @@ def start_work(
                 worktree_slug=worktree_slug,
             )
             lease = leases.claim_issue(
-                workspace=workspace, issue_id=issue.pk, session_id=session.pk
+                workspace=workspace, issue_id=issue.pk, session_id=session.pk, assign=False
             ).lease
             claimed = (
                 file_claims.claim_files(
@@ -92,6 +93,8 @@ def start_work(
                     to=Issue.Status.IN_PROGRESS,
                     by_human=False,
                 )
+            # After the file claims, as the transition: the issue's row lock comes last.
+            leases.assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
             message = messages.record_message(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),

@@ -139,6 +139,11 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if row is None:
             raise Refused("409 wip_limit_reached")
+        self.send(  # leases.assign_if_unassigned
+            sql.assign_unassigned_issue(
+                self.dialect, issue_id=self.plan.issue_id, agent_id=self.plan.agent_id
+            )
+        )
         return int(row[0])
 
     def release_issue(self) -> str:

@@ -50,6 +50,7 @@ from coordination.services.sql.file_claims import (
     share_claim_issues,
 )
 from coordination.services.sql.leases import (
+    assign_unassigned_issue,
     insert_lease_within_cap,
     issue_status,
     lease_fence,
@@ -94,6 +95,7 @@ __all__ = [
     "WORKTREE_LOCK",
     "active_key",
     "advisory_locks",
+    "assign_unassigned_issue",
     "claim_issue_status",
     "claimer_session",
     "close_log_door",

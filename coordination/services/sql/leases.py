@@ -69,6 +69,17 @@ def insert_lease_within_cap(
     )
 
 
+def assign_unassigned_issue(d: Dialect, *, issue_id: int, agent_id: int) -> Statement:
+    """The agent taking the issue becomes its assignee iff it has none: whoever a
+    person (or an earlier agent) assigned stays. Compare-and-set, so a concurrent edit
+    of the assignee is never overwritten."""
+    return (
+        f"UPDATE {ISSUE} SET assignee_id = %s, updated_at = {d.now()}"
+        " WHERE id = %s AND assignee_id IS NULL",
+        [agent_id, issue_id],
+    )
+
+
 def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
     """The fence of the issue's unreleased lease; ``FOR SHARE`` with ``share``, so a
     reclaim, release or close (which UPDATE that row) waits for this transaction."""

@@ -40,7 +40,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
     "POST /sessions/{id}/end/": 10,
     # Leases.
-    "POST /issues/{id}/claim/": 11,
+    "POST /issues/{id}/claim/": 12,  # + the assignee, if it has none
     "POST /issues/{id}/claim/ (held)": 9,
     "POST /issues/{id}/release/": 6,
     "POST /issues/{id}/release/ (fence)": 5,
@@ -53,11 +53,11 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/release/ (all)": 2,
     "POST /file-claims/check/": 3,
     # A unit of work.
-    "POST /work/start/": {"sqlite": 38, "postgresql": 39},
+    "POST /work/start/": {"sqlite": 39, "postgresql": 40},
     "POST /work/finish/": 30,
     # Messages, runs.
     "POST /messages/": 5,
-    "POST /runs/": {"sqlite": 19, "postgresql": 20},
+    "POST /runs/": {"sqlite": 20, "postgresql": 21},
     "POST /runs/{id}/finish/": 6,
     # Projects, issues, worktrees.
     "POST /issues/": 7,

@@ -126,6 +126,22 @@ def test_patch_issue_edits_fields_but_not_status(api, issue):
     assert Issue.objects.get(pk=issue.pk).status == "backlog"
 
 
+def test_a_person_reassigns_or_unassigns_an_issue_an_agent_took(
+    alice, workspace, issue, agent, make_session
+):
+    """The agent's claim assigned it; the assignee stays a person's to change."""
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=make_session("erin").pk)
+    client = APIClient()
+    client.force_login(alice)
+    url, headers = f"{V1}/issues/{issue.pk}/", {"X-Projektor-Workspace": "acme"}
+    assert client.get(url, headers=headers).json()["assignee"] == "erin"
+    moved = client.patch(url, {"assignee": agent.name}, format="json", headers=headers)
+    assert moved.status_code == 200 and moved.json()["assignee"] == agent.name
+    cleared = client.patch(url, {"assignee": None}, format="json", headers=headers)
+    assert cleared.status_code == 200 and cleared.json()["assignee"] is None
+    assert Issue.objects.get(pk=issue.pk).assignee is None
+
+
 def test_transition_via_api(api, issue):
     response = post(api, f"/issues/{issue.pk}/transition/", {"to": "todo"})
     assert response.status_code == 200 and response.json()["status"] == "todo"

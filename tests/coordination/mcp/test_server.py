@@ -4,12 +4,14 @@ The tests talk to a live server (a real HTTP port) as a coding agent would: the
 SDK client with the bearer key. Every conversation is bounded by TIMEOUT seconds.
 """
 
+import re
+
 import httpx2
 import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from coordination.models import FileClaim
+from coordination.models import FileClaim, Issue
 from tests.api_helpers import post
 from tests.coordination.mcp.conftest import TIMEOUT, call, connect, refused, run
 
@@ -34,7 +36,17 @@ TOOLS = {
     "finish_work",
     "dispatch_run",
     "finish_run",
+    "list_issues",
+    "get_issue",
+    "create_issue",
+    "update_issue",
+    "transition_issue",
+    "list_file_claims",
+    "whoami",
 }
+# The words of the instructions that look like tool names but are states or codes.
+NOT_TOOLS = {"in_progress", "in_review", "file_conflict"}
+REPORT = {"summary": "Login fixed.", "verification": "Tests pass."}
 
 
 def test_initialize_gives_instructions_and_lists_every_tool(mcp_url, raw_key):
@@ -72,6 +84,39 @@ def test_initialize_gives_instructions_and_lists_every_tool(mcp_url, raw_key):
             assert {"agent", "issue"} <= set(start_work["required"])
             finish_work = tools["finish_work"].input_schema
             assert {"session", "issue"} <= set(finish_work["required"])
+            transition = tools["transition_issue"].input_schema
+            assert set(transition["required"]) == {"issue", "to"}
+            assert "in_progress" in transition["properties"]["to"]["enum"]
+            assert tools["get_issue"].input_schema["required"] == ["issue"]
+            assert {"project", "status", "leased"} <= set(
+                tools["list_issues"].input_schema["properties"]
+            )
+            assert tools["update_issue"].annotations.read_only_hint is False
+
+    run(scenario)
+
+
+def in_order(text: str, *words: str) -> bool:
+    at = [text.find(word) for word in words]
+    return -1 not in at and at == sorted(at)
+
+
+def test_the_instructions_name_only_tools_and_both_routes(mcp_url, raw_key):
+    async def scenario() -> None:
+        async with connect(mcp_url, raw_key, initialize=False) as session:
+            text = (await session.initialize()).instructions or ""
+            named = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text)) - NOT_TOOLS
+            assert named <= TOOLS, named - TOOLS
+            quick, step_by_step = text.split("(1)")[1].split("(2)")
+            assert in_order(quick, "start_work", "finish_work")
+            assert in_order(
+                step_by_step,
+                "register_agent",
+                "claim_issue",
+                "claim_files",
+                "transition_issue to in_progress",
+                "finish_work",
+            )
 
     run(scenario)
 
@@ -287,3 +332,63 @@ def test_start_work_then_finish_work(mcp_url, raw_key, make_issue):
 
     run(scenario)
     assert not FileClaim.objects.filter(released_at__isnull=True).exists()
+
+
+def test_the_start_work_route_takes_a_todo_issue_to_in_review(mcp_url, raw_key, make_issue):
+    issue = make_issue(title="Fix login", status="todo")
+
+    async def scenario() -> None:
+        async with connect(mcp_url, raw_key) as session:
+            [ready] = (await call(session, "get_ready_issues"))["results"]
+            started = await call(
+                session, "start_work", agent="erin", issue=ready["id"], paths=["src/login.py"]
+            )
+            shown = await call(session, "get_issue", issue=issue.pk)
+            assert (shown["status"], shown["assignee"]) == ("in_progress", "erin")
+            finished = await call(
+                session,
+                "finish_work",
+                session=started["session"]["id"],
+                issue=issue.pk,
+                report=REPORT,
+            )
+            assert (finished["issue"]["status"], finished["issue"]["assignee"]) == (
+                "in_review",
+                "erin",
+            )
+
+    run(scenario)
+    issue.refresh_from_db()
+    assert (issue.status, issue.assignee.name) == ("in_review", "erin")
+
+
+def test_the_step_by_step_route_takes_a_todo_issue_to_in_review(mcp_url, raw_key, make_issue):
+    issue = make_issue(title="Fix login", status="todo")
+
+    async def scenario() -> None:
+        async with connect(mcp_url, raw_key) as session:
+            agent = await call(session, "register_agent", agent="erin")
+            lease = await call(session, "claim_issue", issue=issue.pk, session=agent["id"])
+            assert lease["agent"] == "erin"
+            await call(
+                session, "claim_files", issue=issue.pk, session=agent["id"], paths=["src/login.py"]
+            )
+            # Still todo: finishing now is the dead end the transition step avoids.
+            early = await refused(
+                session, "finish_work", session=agent["id"], issue=issue.pk, report=REPORT
+            )
+            assert early["code"] == "invalid_transition" and "in_progress" in early["allowed"]
+
+            moved = await call(session, "transition_issue", issue=issue.pk, to="in_progress")
+            assert (moved["status"], moved["assignee"]) == ("in_progress", "erin")
+            finished = await call(
+                session, "finish_work", session=agent["id"], issue=issue.pk, report=REPORT
+            )
+            assert finished["issue"]["status"] == "in_review"
+            assert finished["released"] == ["src/login.py"]
+            assert finished["session"]["status"] == "ended"
+
+    run(scenario)
+    issue.refresh_from_db()
+    assert (issue.status, issue.assignee.name) == ("in_review", "erin")
+    assert not Issue.objects.filter(leases__released_at__isnull=True).exists()

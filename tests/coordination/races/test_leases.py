@@ -6,12 +6,18 @@ not serialised per project would let several claimers in at once.
 
 import pytest
 
-from coordination.errors import InvalidTransition, LeaseHeld, StaleFence, WipLimitReached
+from coordination.errors import (
+    FileConflict,
+    InvalidTransition,
+    LeaseHeld,
+    StaleFence,
+    WipLimitReached,
+)
 from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
-from coordination.services import leases, workflow
+from coordination.services import file_claims, leases, locking, work, workflow
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease, lease_fences
-from tests.coordination.races.conftest import FENCE_ROUNDS, run_in_threads
+from tests.coordination.races.conftest import FENCE_ROUNDS, hold_and_race, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -162,3 +168,43 @@ def test_a_lost_holders_release_racing_the_reclaim_has_exactly_one_winner(
 
     assert lease_fences(issue) == list(range(1, 2 * FENCE_ROUNDS + 1))
     print("outcomes:", {kind: outcomes.count(kind) for kind in set(outcomes)})
+
+
+def test_start_work_assigns_after_its_file_claims_so_a_file_claimer_cannot_deadlock_it(
+    workspace, make_issue, make_session, monkeypatch
+):
+    """A file claimer takes its path's lock, then shares the issues holding the path.
+    start_work holds its issue's share from its lease claim on and asks for the path's
+    lock next: had its lease claim locked the issue for the assignee, the claimer
+    would wait for the issue holding the path, and start_work for the path."""
+    issue, rival = make_issue(status="todo"), make_issue(title="Rival")
+    file_claims.claim_files(
+        workspace=workspace, issue_id=issue.pk, paths=["src/a.py"], session_id=make_session().pk
+    )
+    rival_session = make_session("rival")
+    lock_paths_and_issues = locking.lock_paths_and_issues
+    gate = []
+
+    def pausing(**kwargs):
+        if kwargs["issue_id"] == issue.pk and gate:
+            gate.pop()()  # the rival claims while start_work holds the lease, not the path
+        return lock_paths_and_issues(**kwargs)
+
+    monkeypatch.setattr(locking, "lock_paths_and_issues", pausing)
+
+    def start(let_racer_in):
+        gate.append(let_racer_in)
+        return work.start_work(
+            workspace=workspace, agent_name="erin", issue_id=issue.pk, paths=["src/a.py"]
+        )
+
+    def claim_the_path():
+        return file_claims.claim_files(
+            workspace=workspace, issue_id=rival.pk, paths=["src/a.py"], session_id=rival_session.pk
+        )
+
+    started, refused = hold_and_race(start, claim_the_path)
+    assert isinstance(started, work.Started), started
+    assert isinstance(refused, FileConflict), refused  # the issue's earlier claim holds it
+    issue.refresh_from_db()
+    assert (issue.status, issue.assignee.name) == ("in_progress", "erin")

@@ -193,3 +193,49 @@ def test_lease_fences_grow_per_issue_through_release_expiry_override_and_close(
     assert shown["fence"] == 5
     listed = api.get(f"{V1}/leases/?issue={issue.pk}").json()["results"]
     assert [lease["fence"] for lease in listed] == [5, 4, 3, 2, 1]
+
+
+# --- the assignee ------------------------------------------------------------------------
+
+
+def assignee_of(issue):
+    issue.refresh_from_db()
+    return issue.assignee
+
+
+def test_a_claim_makes_its_agent_the_assignee_of_an_unassigned_issue(
+    workspace, issue, make_session
+):
+    before = issue.updated_at
+    session = make_session("erin")
+    claim(workspace, issue, session)
+    assert assignee_of(issue) == session.agent
+    assert issue.updated_at > before
+
+
+def test_a_claim_never_replaces_the_assignee(workspace, issue, agent, make_session):
+    issue.assignee = agent  # a person's choice
+    issue.save()
+    claim(workspace, issue, make_session("erin"))
+    assert assignee_of(issue) == agent
+
+
+def test_a_reclaim_keeps_the_first_holders_assignment(workspace, issue, make_session):
+    dead, next_one = make_session("dead"), make_session("next")
+    claim(workspace, issue, dead)
+    expire(dead)
+    claim(workspace, issue, next_one)
+    assert assignee_of(issue) == dead.agent
+
+
+def test_a_refused_claim_assigns_nobody(workspace, project, make_issue, make_session):
+    project.agent_wip_limit = 1
+    project.save()
+    first, second = make_issue(title="first"), make_issue(title="second")
+    claim(workspace, first, make_session("holder"))
+    with pytest.raises(WipLimitReached):
+        claim(workspace, second, make_session("capped"))
+    with pytest.raises(LeaseHeld):
+        claim(workspace, first, make_session("late"))
+    assert assignee_of(second) is None
+    assert assignee_of(first).name == "holder"
