@@ -7,6 +7,7 @@ hook (``coordination.api.schema.postprocess``) adds those every operation shares
 coordination/errors.py render, so a documented code cannot drift from the code.
 """
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import groupby
@@ -112,8 +113,10 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
 
 
 def error_schema(codes: Iterable[str]) -> dict[str, Any]:
+    """The error shape with ``codes`` as its ``code`` and the fields they add."""
     codes = list(dict.fromkeys(codes))
     extra = {name: field for code in codes for name, field in EXTRA_FIELDS.get(code, {}).items()}
+    extra = copy.deepcopy(extra)  # each response its own: a reader may edit the document
     return {
         "type": "object",
         "description": 'The error shape: {"code", "detail", ...}.',

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from coordination.api.refusals import Refusal, by_status, error_schema, shared_refusals
+from coordination.mcp.tools import TOOLS  # a table of plain data: no import cycle
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -71,6 +72,8 @@ EXAMPLE_ORIGIN = "http://127.0.0.1:8000"
 
 
 def postprocess(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Finish each operation (success descriptions, the shared refusals, the URL id,
+    its MCP tools, its list examples) and append the MCP tools to the description."""
     components = result.get("components", {}).get("schemas", {})
     for path, operations in result["paths"].items():
         for method, operation in operations.items():
@@ -118,8 +121,6 @@ def describe_url_id(path: str, operation: dict[str, Any]) -> None:
 
 
 def name_mcp_tools(method: str, path: str, operation: dict[str, Any]) -> None:
-    from coordination.mcp.tools import TOOLS  # the MCP layer sits on the API: import late
-
     names = [f"`{t.name}`" for t in TOOLS if t.method == method.upper() and t.path == path]
     if names:
         said = operation.get("description", "").rstrip()
@@ -128,8 +129,6 @@ def name_mcp_tools(method: str, path: str, operation: dict[str, Any]) -> None:
 
 
 def mcp_tool_table() -> str:
-    from coordination.mcp.tools import TOOLS
-
     rows = [
         f"| `{t.name}` | `{t.method} {t.path}` | {as_markdown_text(t.description)} |" for t in TOOLS
     ]
