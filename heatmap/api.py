@@ -10,7 +10,7 @@ from typing import Any
 
 from django import forms
 from drf_spectacular.plumbing import build_choice_description_list
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -62,10 +62,35 @@ class HeatmapSerializer(serializers.Serializer):
 
 class HeatmapView(APIView):
     @extend_schema(
+        tags=["Heatmap"],
+        summary="Get the code heatmap",
+        description="Events per path prefix in a window (default: the 7 days to now): file "
+        "claims made (`mode=claims`, by claim time, released or not) or claim conflicts "
+        "(`mode=contention`, forced or not). Each node is a prefix under `prefix`, up to "
+        "`depth` segments deeper, prefixes matching whole segments; nodes by count, "
+        "descending; `total` counts the events under `prefix`. `project` filters by the "
+        "claiming issue's project. The same figures as the heatmap page. Read-only.",
         parameters=query_parameters(HeatmapForm),
         responses=HeatmapSerializer,
-        description="Events per path prefix in a window: file claims (claims mode) or "
-        "claim conflicts (contention mode).",
+        examples=[
+            OpenApiExample(
+                "where agents worked this week",
+                response_only=True,
+                value={
+                    "mode": "claims",
+                    "since": "2026-02-23T09:00:00Z",
+                    "until": "2026-03-02T09:00:00Z",
+                    "prefix": "src",
+                    "depth": 2,
+                    "total": 57,
+                    "nodes": [
+                        {"path": "src/webhooks", "count": 31, "depth": 1},
+                        {"path": "src/billing", "count": 26, "depth": 1},
+                        {"path": "src/webhooks/retry.py", "count": 18, "depth": 2},
+                    ],
+                },
+            )
+        ],
     )
     def get(self, request: Request) -> Response:
         query = HeatmapForm(request.query_params)

@@ -1,12 +1,13 @@
 """File claims [claim_files, release_files], the pre-commit check and the claim-conflict log."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api import refusals as r
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers.file_claims import (
     ClaimConflictSerializer,
@@ -21,17 +22,44 @@ from coordination.api.serializers.file_claims import (
 from coordination.services import file_claims
 
 
+@extend_schema(tags=["File claims"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List file claims",
+        description="Newest first. `active=true` keeps the unreleased ones; `path` matches "
+        "the normalised path exactly, `path_prefix` by whole segments (`src` selects `src` "
+        "and `src/a.py`, not `srcs/b.py`). Read-only.",
+    ),
+    retrieve=extend_schema(
+        summary="Get a file claim",
+        description="One claim, released or not (with its reason, invariant 7), and its "
+        "holder session and agent.",
+    ),
+)
 class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
     selector = selectors.file_claims
     serializer_class = FileClaimSerializer
     filterset_class = filtersets.FileClaimFilter
 
     @extend_schema(
+        summary="Claim files for an issue",
+        description="Claims every path for the issue, or none (invariant 5). Paths come "
+        "back normalised and sorted, literal after normalisation (invariant 6); a path "
+        "this issue holds already is kept; a dead holder's path is reclaimed `expired` and "
+        "listed in `reclaimed` (invariant 4). A path held by another issue's live claim, or "
+        "by a claim with no session, is a conflict: without `force` the whole request is "
+        "refused and every conflict logged in /claim-conflicts/ (invariant 8); with `force` "
+        "the holders are released `overridden`, listed in `overridden` and told by message. "
+        "With `fence`, only while that lease is the issue's current one.",
         request=FileClaimInput,
         responses={
             201: ClaimedFilesSerializer,
-            409: OpenApiResponse(
-                description="file_conflict (+conflicts), session_not_live, stale_fence"
+            **r.errors(
+                r.ISSUE_NOT_FOUND,
+                r.FILE_CONFLICT,
+                r.SESSION_NOT_LIVE,
+                r.ISSUE_CLOSED,
+                r.STALE_FENCE,
             ),
         },
     )
@@ -48,7 +76,14 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         body = ClaimedFilesSerializer(claimed).data
         return Response(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=FileReleaseInput, responses=ReleasedFilesSerializer)
+    @extend_schema(
+        summary="Release file claims",
+        description="Releases the issue's claims as `released` (invariant 7): on `paths`, "
+        "or all of them without; with `session`, only that session's. Paths the issue does "
+        "not hold are ignored; `released` lists those that were.",
+        request=FileReleaseInput,
+        responses={200: ReleasedFilesSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
+    )
     @action(detail=False, methods=["post"])
     def release(self, request: Request) -> Response:
         data = parse(FileReleaseInput, request)
@@ -61,16 +96,13 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         return Response(ReleasedFilesSerializer({"released": released}).data)
 
     @extend_schema(
+        summary="Check paths against the live claims",
+        description="Which of the paths (1-1000) a claim by this issue would be refused: those "
+        "held by another issue's live claim or by a claim with no session, with their "
+        "holders. Read-only: it claims nothing, logs no conflict and reclaims nothing. The "
+        "pre-commit guard (GET /guard/pre-commit) sends it every staged path.",
         request=FileCheckInput,
-        responses={
-            200: FileCheckSerializer,
-            404: OpenApiResponse(description="not_found: the issue is not in this workspace"),
-        },
-        description=(
-            "Which of the paths (1-1000) a claim by this issue would be refused: those held "
-            "by another issue's live claim or by a claim with no session. Read-only: it "
-            "claims nothing, logs no conflict and reclaims nothing."
-        ),
+        responses={200: FileCheckSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
     )
     @action(detail=False, methods=["post"])
     def check(self, request: Request) -> Response:
@@ -81,6 +113,15 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         return Response(FileCheckSerializer({"conflicts": conflicts}).data)
 
 
+@extend_schema(tags=["Contention logs"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List claim conflicts",
+        description="Every path a file claim was refused on (`forced=false`) or took by "
+        "force (`forced=true`), with both sides, newest first (invariant 5): append-only, "
+        "never updated or deleted (invariant 8). `issue` matches either side. Read-only.",
+    ),
+)
 class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):
     selector = selectors.claim_conflicts
     serializer_class = ClaimConflictSerializer

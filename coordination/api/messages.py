@@ -1,6 +1,6 @@
 """Messages [post_message, list_messages]."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,12 +11,28 @@ from coordination.api.serializers.messages import MessageInput, MessageSerialize
 from coordination.services import messages
 
 
+@extend_schema(tags=["Messages"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List messages",
+        description="Newest first, by `scope` and `since`. `agent=<name>` lists what "
+        "concerns that agent: the posts to `agent:<name>`, and to each issue it holds a "
+        "live lease or live file claim on. Read-only.",
+    ),
+)
 class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
     selector = selectors.messages
     serializer_class = MessageSerializer
     filterset_class = filtersets.MessageFilter
 
-    @extend_schema(request=MessageInput, responses={201: MessageSerializer})
+    @extend_schema(
+        summary="Post a message",
+        description="Posts `body` to a scope of this workspace: `issue:<id>`, "
+        "`agent:<name>` or `project:<key>`; an unknown target or session is a 400 naming the "
+        "field (invariant 9). Changes nothing else.",
+        request=MessageInput,
+        responses={201: MessageSerializer},
+    )
     def create(self, request: Request) -> Response:
         data = parse(MessageInput, request)
         message = messages.post_message(

@@ -1,12 +1,14 @@
 """Worktrees and runs [dispatch, dispatch_run, finish_run]: their thin viewsets."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api import examples as x
+from coordination.api import refusals as r
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers.runs import (
     RunDispatchInput,
@@ -18,11 +20,25 @@ from coordination.api.serializers.runs import (
 from coordination.services import worktrees
 
 
+@extend_schema(tags=["Worktrees and runs"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List worktrees",
+        description="The workspace's checkouts that runs lock (invariant 10), ordered by "
+        "slug. Read-only.",
+    ),
+)
 class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
     selector = selectors.worktrees
     serializer_class = WorktreeSerializer
 
-    @extend_schema(request=WorktreeInput, responses={201: WorktreeSerializer})
+    @extend_schema(
+        summary="Create a worktree",
+        description="Records a checkout that runs can lock: issues, agents and projects "
+        "name it by slug (invariant 10). A taken or malformed slug is a 400.",
+        request=WorktreeInput,
+        responses={201: WorktreeSerializer},
+    )
     def create(self, request: Request) -> Response:
         worktree = worktrees.create_worktree(
             workspace=self.workspace, **parse(WorktreeInput, request)
@@ -30,19 +46,47 @@ class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
         return Response(WorktreeSerializer(worktree).data, status=status.HTTP_201_CREATED)
 
 
+@extend_schema(tags=["Worktrees and runs"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List runs",
+        description="Newest first. A run whose session died stays `running` but is not "
+        "`live` (invariant 1); `error` filters by why a run was skipped or cancelled. "
+        "Read-only.",
+    ),
+    retrieve=extend_schema(
+        summary="Get a run",
+        description="One run: its lock mode and worktree (invariant 10), the fence of its "
+        "lock, its status, and whether its session is live now.",
+    ),
+)
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
     selector = selectors.runs
     serializer_class = RunSerializer
     filterset_class = filtersets.RunFilter
 
     @extend_schema(
+        summary="Dispatch a run",
+        description="Starts a run of the issue for a live session. The issue's lease is "
+        "taken first if the session lacks it, with the claim's own refusals (invariants "
+        "2-4). Then the lock mode is resolved (invariant 10): `exclusive` on the issue's "
+        "worktree, else, if the issue needs a filesystem, on the agent's, else on the "
+        "project's primary one; else `none`. One live run per worktree: a lock held by a "
+        "dead run is reclaimed `expired`. Both failures are recorded as runs: a busy "
+        "worktree keeps the lease and records the run `cancelled` (409), an unresolved one "
+        "releases the lease and records it `skipped` (422).",
         request=RunDispatchInput,
         responses={
             201: RunSerializer,
-            409: OpenApiResponse(
-                description="worktree_busy, lease_held, wip_limit_reached, session_not_live"
+            **r.errors(
+                r.ISSUE_NOT_FOUND,
+                r.WORKTREE_BUSY,
+                r.LEASE_HELD,
+                r.WIP_LIMIT_REACHED,
+                r.SESSION_NOT_LIVE,
+                r.ISSUE_CLOSED,
+                r.WORKTREE_UNRESOLVED,
             ),
-            422: OpenApiResponse(description="worktree_unresolved"),
         },
     )
     def create(self, request: Request) -> Response:
@@ -53,11 +97,18 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceView
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        summary="Finish a run",
+        description="Ends a running run with `outcome` and releases its worktree lock "
+        "`released` (invariant 7), in one compare-and-set: of two finishers, the second "
+        "gets `run_not_running`. With `fence` (the run's lock fence), only while that lock "
+        "is unreleased: a lock reclaimed meanwhile refuses with `stale_fence` and the run "
+        "stays as it was. The issue's lease is kept.",
         request=RunFinishInput,
-        responses={
-            200: RunSerializer,
-            409: OpenApiResponse(description="run_not_running, stale_fence"),
-        },
+        responses={200: RunSerializer, **r.errors(r.RUN_NOT_RUNNING, r.STALE_LOCK_FENCE)},
+        examples=[
+            x.sent("succeeded, fenced", {"outcome": "succeeded", "fence": x.RUN["fence"]}),
+            x.shown("succeeded", x.FINISHED_RUN),
+        ],
     )
     @action(detail=True, methods=["post"])
     def finish(self, request: Request, pk: str) -> Response:

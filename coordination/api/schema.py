@@ -1,14 +1,20 @@
-"""The OpenAPI schema and docs: the bearer API-key scheme, and the public views."""
+"""The OpenAPI schema and docs: the bearer API-key scheme, the public views, and the
+hook that finishes the reference (the refusals every operation shares, the URL ids,
+the MCP tools)."""
 
+from http import HTTPStatus
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.plumbing import get_lib_doc_excludes
+from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from coordination.api.refusals import Refusal, by_status, error_schema, shared_refusals
+from coordination.mcp.tools import TOOLS  # a table of plain data: no import cycle
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -48,3 +54,103 @@ class PublicSchemaView(PublicDocsMixin, SpectacularAPIView):
 
 class PublicDocsView(PublicDocsMixin, SpectacularSwaggerView):
     pass
+
+
+# --- the postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]) ---------------
+
+# What the {id} of each resource's URL names, and a plausible one.
+URL_IDS = {
+    "sessions": ("session", "12"),
+    "projects": ("project", "1"),
+    "issues": ("issue", "7"),
+    "leases": ("lease", "31"),
+    "file-claims": ("file claim", "88"),
+    "runs": ("run", "5"),
+}
+# Where `make run` serves the API: the pages of the list examples link there.
+EXAMPLE_ORIGIN = "http://127.0.0.1:8000"
+
+
+def postprocess(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Finish each operation (success descriptions, the shared refusals, the URL id,
+    its MCP tools, its list examples) and append the MCP tools to the description."""
+    components = result.get("components", {}).get("schemas", {})
+    for path, operations in result["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            for status, response in responses.items():  # a success says what it is
+                response["description"] = response["description"] or HTTPStatus(int(status)).phrase
+            add_refusals(responses, shared_refusals(method=method, path=path, operation=operation))
+            operation["responses"] = dict(sorted(responses.items()))
+            describe_url_id(path, operation)
+            name_mcp_tools(method, path, operation)
+            if method == "get":
+                paginate_examples(path, responses.get("200", {}), components)
+    result["info"]["description"] += mcp_tool_table()
+    return result
+
+
+def add_refusals(responses: dict[str, Any], refusals: list[Refusal]) -> None:
+    """Merge ``refusals`` into the responses, beside those the operation declared."""
+    for status, group in by_status(refusals):
+        response = responses.setdefault(str(status), {"description": ""})
+        described = response["description"]
+        lines = [r.line for r in group if r.line not in described]
+        response["description"] = "\n".join(filter(None, [described, *lines]))
+        media = response.setdefault("content", {}).setdefault("application/json", {})
+        declared = media.get("schema", {}).get("properties", {}).get("code", {}).get("enum", [])
+        media["schema"] = error_schema([*declared, *(r.code for r in group)])
+        examples = media.setdefault("examples", {})
+        for name, example in build_examples_list([r.example for r in group]).items():
+            examples.setdefault(name, example)
+        if status in (429, 503):
+            response["headers"] = {
+                "Retry-After": {
+                    "schema": {"type": "integer"},
+                    "description": "Seconds to wait before retrying.",
+                }
+            }
+
+
+def describe_url_id(path: str, operation: dict[str, Any]) -> None:
+    noun, example = URL_IDS.get(path.split("/")[3], ("object", "1"))
+    for parameter in operation.get("parameters", []):
+        if parameter["in"] == "path" and parameter["name"] == "id":
+            parameter["description"] = f"The {noun}'s id."
+            parameter["example"] = example
+
+
+def name_mcp_tools(method: str, path: str, operation: dict[str, Any]) -> None:
+    names = [f"`{t.name}`" for t in TOOLS if t.method == method.upper() and t.path == path]
+    if names:
+        said = operation.get("description", "").rstrip()
+        label = "MCP tool" if len(names) == 1 else "MCP tools"
+        operation["description"] = f"{said}\n\n{label}: {', '.join(names)}.".lstrip()
+
+
+def mcp_tool_table() -> str:
+    rows = [
+        f"| `{t.name}` | `{t.method} {t.path}` | {as_markdown_text(t.description)} |" for t in TOOLS
+    ]
+    return "\n".join(["", "", "| tool | REST call | what it does |", "|---|---|---|", *rows])
+
+
+def as_markdown_text(text: str) -> str:
+    """Plain text in a Markdown table: ``<id>`` is not a tag, ``|`` not a column."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "/")
+
+
+def paginate_examples(path: str, response: dict[str, Any], components: dict[str, Any]) -> None:
+    """A list's examples as page 2 of 3 of this list, not of DRF's ``/accounts/``."""
+    media = response.get("content", {}).get("application/json", {})
+    ref = media.get("schema", {}).get("$ref", "")
+    page = components.get(ref.rsplit("/", 1)[-1], {}).get("properties", {})
+    if not ref or not {"count", "next", "previous", "results"} <= set(page):
+        return
+    links = {"count": 250, "next": f"{EXAMPLE_ORIGIN}{path}?page=3"}
+    links["previous"] = f"{EXAMPLE_ORIGIN}{path}?page=1"
+    for name, value in links.items():
+        page[name]["example"] = value
+    for example in media.get("examples", {}).values():
+        if isinstance(example.get("value"), dict) and "results" in example["value"]:
+            example["value"] = {**example["value"], **links}

@@ -1,23 +1,46 @@
 """Sessions [register_agent, heartbeat_agent, end_agent, list_active_agents]."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api import examples as x
 from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.refusals import SESSION_ENDED, errors
 from coordination.api.serializers.sessions import SessionRegisterInput, SessionSerializer
 from coordination.services import agents
 
 
+@extend_schema(tags=["Sessions"])
+@extend_schema_view(
+    list=extend_schema(
+        summary="List sessions",
+        description="The workspace's sessions, newest first. `live=true` keeps those whose "
+        "last heartbeat is younger than the TTL, judged now by the database's clock "
+        "(invariant 1); `agent` and `role` match exactly. Read-only.",
+    ),
+    retrieve=extend_schema(
+        summary="Get a session",
+        description="One session, with its agent and whether it is live now (invariant 1).",
+    ),
+)
 class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
     selector = selectors.sessions
     serializer_class = SessionSerializer
     filterset_class = filtersets.SessionFilter
 
-    @extend_schema(request=SessionRegisterInput, responses={201: SessionSerializer})
+    @extend_schema(
+        summary="Register an agent session",
+        description="Opens a new session for `agent`, live from now (invariant 1): keep its "
+        "`id` and heartbeat it well within the TTL. A known agent name reuses the agent "
+        "(its role and department updated when given); `worktree` binds the agent to that "
+        "worktree, where its runs lock when the issue names none (invariant 10).",
+        request=SessionRegisterInput,
+        responses={201: SessionSerializer},
+    )
     def create(self, request: Request) -> Response:
         data = parse(SessionRegisterInput, request)
         session = agents.register_session(
@@ -29,13 +52,29 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
         )
         return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses=SessionSerializer)
+    @extend_schema(
+        summary="Heartbeat a session",
+        description="Sets `last_heartbeat_at` to the database's clock, so the session is "
+        "live for another TTL (invariant 1) and keeps what it holds. A lapsed session is "
+        "revived; what was reclaimed from it meanwhile stays lost (invariant 4).",
+        request=None,
+        responses={200: SessionSerializer, **errors(SESSION_ENDED)},
+    )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, pk: str) -> Response:
         session = agents.heartbeat_session(workspace=self.workspace, session_id=int(pk))
         return Response(SessionSerializer(session).data)
 
-    @extend_schema(request=None, responses=SessionSerializer)
+    @extend_schema(
+        summary="End a session",
+        description="A clean exit: the session ends, its leases, file claims and worktree "
+        "locks are released `agent_ended` (invariant 7) and its running runs cancelled. "
+        "Ending twice is harmless. A session that just stops heartbeating is not ended: "
+        "what it holds is reclaimed `expired` by the next claimer instead.",
+        request=None,
+        responses=SessionSerializer,
+        examples=[x.shown("ended", x.ENDED_SESSION)],
+    )
     @action(detail=True, methods=["post"])
     def end(self, request: Request, pk: str) -> Response:
         session = agents.end_session(workspace=self.workspace, session_id=int(pk))

@@ -1,12 +1,13 @@
 """POST /work/start/ [start_work] and POST /work/finish/ [finish_work]."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from coordination import selectors
+from coordination.api import refusals as r
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
 from coordination.api.serializers.work import (
@@ -20,13 +21,26 @@ from coordination.services import work
 
 class StartWorkView(APIView):
     @extend_schema(
+        tags=["Work"],
+        summary="Start work on an issue",
+        description="In one transaction: registers a session for `agent`, takes the issue's "
+        "lease (invariants 2-4), claims `paths` for it, moves a `todo` issue to "
+        "`in_progress` and posts `<agent> started work on issue <id>.` to `issue:<id>`. "
+        "All or nothing (invariant 5): on any refusal no session, lease or claim is left; "
+        "a WIP denial or the conflict rows are still logged, naming the agent (invariant "
+        "8). Keep `session.id` and heartbeat it within the TTL (invariant 1); keep "
+        "`lease.fence` for finish_work.",
         request=StartWorkInput,
         responses={
             201: StartedSerializer,
-            409: OpenApiResponse(description="lease_held, wip_limit_reached, file_conflict"),
+            **r.errors(
+                r.ISSUE_NOT_FOUND,
+                r.LEASE_HELD,
+                r.WIP_LIMIT_REACHED,
+                r.FILE_CONFLICT,
+                r.ISSUE_CLOSED,
+            ),
         },
-        description="Register a session, lease the issue, claim the paths, say so on the "
-        "issue: all or nothing.",
     )
     def post(self, request: Request) -> Response:
         data = parse(StartWorkInput, request)
@@ -44,14 +58,27 @@ class StartWorkView(APIView):
 
 class FinishWorkView(APIView):
     @extend_schema(
+        tags=["Work"],
+        summary="Finish work on an issue",
+        description="In one transaction: moves the issue to `to` (default `in_review`; the "
+        "workflow's rules apply, and an issue that was leased needs a `report`, given now "
+        "or before), releases this session's file claims on it and its lease `released`, "
+        "and ends the session, anything else it holds being released `agent_ended` "
+        "(invariant 7). With `fence`, only while that lease is the issue's current one: "
+        "otherwise `stale_fence` and nothing changes.",
         request=FinishWorkInput,
         responses={
             200: FinishedSerializer,
-            409: OpenApiResponse(
-                description="invalid_transition (+missing), lease_not_held, stale_fence"
+            **r.errors(
+                r.HUMAN_GATE,
+                r.ISSUE_NOT_FOUND,
+                r.NOT_ALLOWED,
+                r.NOT_READY,
+                r.NO_REPORT,
+                r.LEASE_NOT_HELD,
+                r.STALE_FENCE,
             ),
         },
-        description="Move the issue, release its file claims and lease, end the session.",
     )
     def post(self, request: Request) -> Response:
         data = parse(FinishWorkInput, request)

@@ -3,9 +3,10 @@
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import (
     FenceField,
@@ -39,20 +40,44 @@ def path_list(**kwargs: Any) -> serializers.ListField:
     )
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent(
+            "two paths, fenced",
+            {"issue": x.ISSUE_ID, "paths": x.PATHS, "session": x.SESSION_ID, "fence": x.FENCE},
+        )
+    ]
+)
 class FileClaimInput(serializers.Serializer):
     issue = IdField()
-    paths = path_list()
-    session = IdField(required=False, allow_null=True)
-    force = StrictBooleanField(required=False, default=False)
+    paths = path_list(help_text="Relative paths, literal after normalisation (invariant 6).")
+    session = IdField(
+        required=False,
+        allow_null=True,
+        help_text="The claiming session; it must be live. Without one, a claim is held "
+        "until forced.",
+    )
+    force = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Take the paths from their holders: released overridden, and told.",
+    )
     fence = FenceField(help_text="The fence of the issue's lease: claim only while it is current.")
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent("one path", {"issue": x.ISSUE_ID, "paths": x.PATHS[1:], "session": x.SESSION_ID}),
+        x.sent("all of the issue's", {"issue": x.ISSUE_ID}),
+    ]
+)
 class FileReleaseInput(serializers.Serializer):
     issue = IdField()
-    paths = path_list(required=False)
-    session = IdField(required=False, allow_null=True)
+    paths = path_list(required=False, help_text="Without paths: all of the issue's claims.")
+    session = IdField(required=False, allow_null=True, help_text="Only this session's claims.")
 
 
+@extend_schema_serializer(examples=[x.shown("a live claim", x.CLAIMS[0])])
 class FileClaimSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     release_reason = ReleaseReasonField()
@@ -78,27 +103,44 @@ class HolderSerializer(FieldsBoundOnce, serializers.Serializer):
     agent = serializers.CharField(allow_null=True)
 
 
+@extend_schema_serializer(
+    examples=[
+        x.shown(
+            "claimed, one reclaimed from a dead holder",
+            {"claims": x.CLAIMS, "reclaimed": x.PATHS[1:], "overridden": []},
+        )
+    ]
+)
 class ClaimedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
     claims = FileClaimSerializer(many=True)
     reclaimed = serializers.ListField(child=serializers.CharField())
     overridden = HolderSerializer(many=True)
 
 
+@extend_schema_serializer(examples=[x.shown("released", {"released": x.PATHS})])
 class ReleasedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
     released = serializers.ListField(child=serializers.CharField())
 
 
+@extend_schema_serializer(
+    examples=[x.sent("staged paths", {"issue": x.ISSUE_ID, "paths": [*x.PATHS, "README.md"]})]
+)
 class FileCheckInput(serializers.Serializer):
     issue = IdField()
     paths = serializers.ListField(
-        child=PathField(), min_length=1, max_length=file_claims.MAX_CHECK_PATHS
+        child=PathField(),
+        min_length=1,
+        max_length=file_claims.MAX_CHECK_PATHS,
+        help_text="The paths to check, such as a commit's staged paths.",
     )
 
 
+@extend_schema_serializer(examples=[x.shown("one held elsewhere", {"conflicts": [x.HOLDER]})])
 class FileCheckSerializer(serializers.Serializer):
     conflicts = HolderSerializer(many=True)
 
 
+@extend_schema_serializer(examples=[x.shown("a refused path", x.CLAIM_CONFLICT)])
 class ClaimConflictSerializer(serializers.ModelSerializer):
     rejected_agent = serializers.CharField(
         source="rejected_agent.name", read_only=True, allow_null=True

@@ -2,8 +2,10 @@
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import (
     SlugRefField,
@@ -17,14 +19,24 @@ from coordination.services.workflow import REPORT_LIMITS, missing_for_work
 
 
 class IssueInput(serializers.Serializer):
-    project = SlugRefField(max_length=32)
+    project = SlugRefField(max_length=32, help_text="The project's key; it cannot change.")
     title = StrictCharField(max_length=300)
-    description = StrictCharField(required=False, allow_blank=True, max_length=100_000)
-    status = serializers.ChoiceField(choices=Issue.Status.choices, required=False)
+    description = StrictCharField(
+        required=False, allow_blank=True, max_length=100_000, help_text="What done means."
+    )
+    status = serializers.ChoiceField(
+        choices=Issue.Status.choices,
+        required=False,
+        help_text="On creation only: backlog (the default) or todo, if the issue is ready.",
+    )
     priority = StrictChoiceField(choices=Issue.Priority.choices, required=False)
-    requires_filesystem = StrictBooleanField(required=False)
-    worktree = SlugRefField(required=False, allow_null=True)
-    assignee = SlugRefField(required=False, allow_null=True)
+    requires_filesystem = StrictBooleanField(
+        required=False, help_text="A run of it needs a worktree (invariant 10)."
+    )
+    worktree = SlugRefField(
+        required=False, allow_null=True, help_text="A worktree's slug: its runs lock that one."
+    )
+    assignee = SlugRefField(required=False, allow_null=True, help_text="An agent's name.")
 
     NOT_PATCHABLE = {
         "status": "Status changes only through POST /issues/{id}/transition/.",
@@ -48,10 +60,15 @@ class ReportSerializer(serializers.Serializer):
 
 
 class TransitionInput(serializers.Serializer):
-    to = serializers.ChoiceField(choices=Issue.Status.choices)
-    report = ReportSerializer(required=False)
+    to = serializers.ChoiceField(choices=Issue.Status.choices, help_text="The status to enter.")
+    report = ReportSerializer(
+        required=False,
+        help_text="Needed to enter in_review or done if the issue was ever leased; kept on "
+        "the issue and posted to it.",
+    )
 
 
+@extend_schema_serializer(examples=[x.shown("an issue in progress", x.ISSUE)])
 class IssueSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
@@ -84,8 +101,13 @@ class IssueSerializer(FieldsBoundOnce, serializers.ModelSerializer):
 
 
 class ReadyQuery(serializers.Serializer):
-    project = SlugRefField(required=False, max_length=32)
-    include_not_ready = serializers.BooleanField(required=False, default=False)
+    project = SlugRefField(required=False, max_length=32, help_text="A project's key.")
+    include_not_ready = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Then the other open issues without a live lease follow, each with what "
+        "it lacks in missing.",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         flag = data.get("include_not_ready")
@@ -94,6 +116,7 @@ class ReadyQuery(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_serializer(examples=[x.shown("a ready issue", x.READY_ISSUE)])
 class QueuedIssueSerializer(IssueSerializer):
     """An issue of the ready queue; with ``include_not_ready``, what it lacks."""
 
@@ -106,6 +129,7 @@ class QueuedIssueSerializer(IssueSerializer):
         return missing_for_work(issue)
 
 
+@extend_schema_serializer(examples=[x.shown("the workflow", x.WORKFLOW)])
 class WorkflowSerializer(serializers.Serializer):
     """The shape of ``workflow.get_workflow()``, for the schema."""
 

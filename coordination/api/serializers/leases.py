@@ -1,7 +1,9 @@
 """Issue leases and the WIP-cap denials of the claims the cap refused."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import FenceField, ReleaseReasonField
 from coordination.api.serializers.sessions import SessionRefInput
@@ -12,6 +14,7 @@ class LeaseReleaseInput(SessionRefInput):
     fence = FenceField(help_text="The lease's fence: release only while it is current.")
 
 
+@extend_schema_serializer(examples=[x.shown("a live lease", x.LEASE)])
 class LeaseSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
@@ -33,6 +36,7 @@ class LeaseSerializer(FieldsBoundOnce, serializers.ModelSerializer):
         ]
 
 
+@extend_schema_serializer(examples=[x.shown("a denial", x.WIP_CAP_DENIAL)])
 class WipCapDenialSerializer(serializers.ModelSerializer):
     project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)

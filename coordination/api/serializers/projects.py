@@ -1,18 +1,43 @@
 """Projects: the create/update body and the project as shown."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api import examples as x
 from coordination.api.serializers.fields import SlugRefField, StrictCharField
 from coordination.models import Project
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent(
+            "core",
+            {
+                "key": "core",
+                "name": "Core services",
+                "agent_wip_limit": 3,
+                "primary_worktree": "wt-main",
+            },
+        )
+    ]
+)
 class ProjectInput(serializers.Serializer):
     key = serializers.SlugField(max_length=32)
     name = StrictCharField(max_length=200)
-    agent_wip_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
-    primary_worktree = SlugRefField(required=False, allow_null=True)
+    agent_wip_limit = serializers.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        help_text="The most live leases its issues may have at once (default 3, invariant 3).",
+    )
+    primary_worktree = SlugRefField(
+        required=False,
+        allow_null=True,
+        help_text="A worktree's slug: where its runs lock when nothing nearer names one.",
+    )
 
 
+@extend_schema_serializer(examples=[x.shown("core", x.PROJECT)])
 class ProjectSerializer(serializers.ModelSerializer):
     primary_worktree = serializers.CharField(
         source="primary_worktree.slug", read_only=True, allow_null=True

@@ -1,23 +1,46 @@
 """Sessions: the register body, a session reference, and the session as shown."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import IdField, SlugRefField, StrictCharField
 from coordination.models import AgentSession
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent(
+            "coder-1",
+            {
+                "agent": "coder-1",
+                "role": "backend",
+                "department": "payments",
+                "worktree": "wt-main",
+            },
+        )
+    ]
+)
 class SessionRegisterInput(serializers.Serializer):
-    agent = StrictCharField(max_length=100)
-    role = StrictCharField(max_length=100, required=False, allow_blank=True)
-    department = StrictCharField(max_length=100, required=False, allow_blank=True)
-    worktree = SlugRefField(required=False)
+    agent = StrictCharField(
+        max_length=100, help_text="The agent's name: created on first use, reused after."
+    )
+    role = StrictCharField(
+        max_length=100, required=False, allow_blank=True, help_text="Updates the agent's."
+    )
+    department = StrictCharField(
+        max_length=100, required=False, allow_blank=True, help_text="Updates the agent's."
+    )
+    worktree = SlugRefField(required=False, help_text="A worktree's slug: binds the agent to it.")
 
 
+@extend_schema_serializer(examples=[x.sent("session 12", {"session": x.SESSION_ID})])
 class SessionRefInput(serializers.Serializer):
-    session = IdField()
+    session = IdField(help_text="The session's id, from POST /sessions/ or /work/start/.")
 
 
+@extend_schema_serializer(examples=[x.shown("a live session", x.SESSION)])
 class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name")
     role = serializers.CharField(source="agent.role")

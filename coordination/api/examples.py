@@ -1,0 +1,177 @@
+"""The bodies the API reference shows: one small story, told the same way throughout.
+
+Agent coder-1 (session 12) works on issue 7 of project core ("Retry failed webhook
+deliveries"): lease 31 with fence 3, claims 88 and 89 on two paths, run 5 on worktree
+wt-main. coder-2 (session 14) holds issue 9 and src/webhooks/retry.py with it.
+"""
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample
+
+from coordination.services.workflow import get_workflow
+
+ISSUE_ID, SESSION_ID, FENCE = 7, 12, 3
+PATHS = ["src/webhooks/retry.py", "tests/webhooks/test_retry.py"]
+
+
+def at(clock: str) -> str:
+    """A time of the story's day, as the API renders times."""
+    return f"2026-03-02T{clock}.120431Z"
+
+
+def shown(name: str, value: Any) -> OpenApiExample:
+    """A response body."""
+    return OpenApiExample(name, value=value, response_only=True)
+
+
+def sent(name: str, value: Any) -> OpenApiExample:
+    """A request body."""
+    return OpenApiExample(name, value=value, request_only=True)
+
+
+SESSION = {
+    "id": SESSION_ID,
+    "agent": "coder-1",
+    "role": "backend",
+    "department": "payments",
+    "worktree": "wt-main",
+    "status": "active",
+    "live": True,
+    "started_at": at("09:12:41"),
+    "last_heartbeat_at": at("09:14:05"),
+    "ended_at": None,
+}
+ENDED_SESSION = {**SESSION, "status": "ended", "live": False, "ended_at": at("10:02:17")}
+PROJECT = {
+    "id": 1,
+    "key": "core",
+    "name": "Core services",
+    "agent_wip_limit": 3,
+    "primary_worktree": "wt-main",
+    "created_at": at("08:00:00"),
+}
+LEASE = {
+    "id": 31,
+    "issue": ISSUE_ID,
+    "session": SESSION_ID,
+    "agent": "coder-1",
+    "acquired_at": at("09:12:42"),
+    "released_at": None,
+    "release_reason": None,
+    "live": True,
+    "fence": FENCE,
+}
+RELEASED_LEASE = {**LEASE, "released_at": at("10:02:17"), "release_reason": "released"}
+REPORT = {
+    "summary": "Failed deliveries are retried with exponential backoff, 5 times at most.",
+    "verification": "pytest tests/webhooks: 14 passed; 20 failed deliveries replayed on staging.",
+    "pr_link": "https://git.example.com/acme/core/pull/42",
+}
+ISSUE = {
+    "id": ISSUE_ID,
+    "project": "core",
+    "title": "Retry failed webhook deliveries",
+    "description": "Done when a failed delivery is retried with backoff and the retries "
+    "show on the delivery's page.",
+    "status": "in_progress",
+    "priority": 2,
+    "requires_filesystem": True,
+    "worktree": None,
+    "assignee": "coder-1",
+    "lease": LEASE,
+    "report": None,
+    "created_at": at("08:30:00"),
+    "updated_at": at("09:12:42"),
+}
+REVIEWED_ISSUE = {
+    **ISSUE,
+    "status": "in_review",
+    "lease": None,
+    "report": REPORT,
+    "updated_at": at("10:02:17"),
+}
+NEW_ISSUE = {
+    "project": "core",
+    "title": "Show webhook retries on the delivery page",
+    "description": "Done when each retry of a delivery shows with its time and answer.",
+    "status": "todo",
+    "priority": 3,
+    "requires_filesystem": True,
+}
+NEW_ISSUE_SHOWN = {
+    **ISSUE,
+    **NEW_ISSUE,
+    "id": 15,
+    "assignee": None,
+    "lease": None,
+    "created_at": at("09:40:00"),
+    "updated_at": at("09:40:00"),
+}
+READY_ISSUE = {**ISSUE, "status": "todo", "assignee": None, "lease": None, "missing": []}
+CLAIMS = [
+    {
+        "id": 88 + number,
+        "path": path,
+        "issue": ISSUE_ID,
+        "session": SESSION_ID,
+        "agent": "coder-1",
+        "claimed_at": at("09:12:42"),
+        "released_at": None,
+        "release_reason": None,
+    }
+    for number, path in enumerate(PATHS)
+]
+HOLDER = {"path": PATHS[0], "issue": 9, "session": 14, "agent": "coder-2"}
+CLAIM_CONFLICT = {
+    "id": 3,
+    "path": PATHS[0],
+    "rejected_issue": ISSUE_ID,
+    "rejected_session": SESSION_ID,
+    "rejected_agent": "coder-1",
+    "holding_issue": 9,
+    "holding_session": 14,
+    "holding_agent": "coder-2",
+    "forced": False,
+    "occurred_at": at("09:12:42"),
+}
+WIP_CAP_DENIAL = {
+    "id": 2,
+    "project": "core",
+    "issue": 11,
+    "session": 15,
+    "agent": "coder-3",
+    "limit": 3,
+    "occurred_at": at("09:20:03"),
+}
+MESSAGE = {
+    "id": 40,
+    "scope": f"issue:{ISSUE_ID}",
+    "body": f"coder-1 started work on issue {ISSUE_ID}.",
+    "session": SESSION_ID,
+    "agent": "coder-1",
+    "created_at": at("09:12:42"),
+}
+WORKTREE = {
+    "id": 1,
+    "slug": "wt-main",
+    "name": "Main checkout",
+    "path": "/srv/acme/core",
+    "branch": "main",
+    "created_at": at("08:00:00"),
+}
+RUN = {
+    "id": 5,
+    "issue": ISSUE_ID,
+    "session": SESSION_ID,
+    "lock_mode": "exclusive",
+    "worktree": "wt-main",
+    "fence": 2,
+    "status": "running",
+    "live": True,
+    "error": None,
+    "started_at": at("09:13:10"),
+    "finished_at": None,
+}
+FINISHED_RUN = {**RUN, "status": "succeeded", "finished_at": at("09:58:40")}
+WORKFLOW = get_workflow()  # the rules themselves, not a copy of them

@@ -1,0 +1,363 @@
+"""The refusals of the API reference: every error response, with its code, when it
+happens and an example body in the error shape (docs/api.md, "Errors").
+
+An operation names its own with ``errors(...)`` in its ``extend_schema``; the schema
+hook (``coordination.api.schema.postprocess``) adds those every operation shares
+(``shared_refusals``). The bodies of domain errors are what the classes of
+coordination/errors.py render, so a documented code cannot drift from the code.
+"""
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+
+from coordination import errors as e
+from projektor.middleware import UNAVAILABLE
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    code: str
+    when: str
+    body: dict[str, Any]
+    variant: str = ""  # tells apart two refusals of one code in one response
+
+    @property
+    def line(self) -> str:
+        return f"- `{self.code}`: {self.when}"
+
+    @property
+    def example(self) -> OpenApiExample:
+        name = f"{self.code}_{self.variant}" if self.variant else self.code
+        return OpenApiExample(
+            name,
+            value=self.body,
+            summary=f"{self.code}: {self.when}".replace("`", ""),  # a summary is plain text
+            response_only=True,
+        )
+
+
+def refusal(
+    error: type[e.CoordinationError],
+    when: str,
+    detail: str | None = None,
+    *,
+    variant: str = "",
+    **extra: Any,
+) -> Refusal:
+    """A domain error as an operation answers it: its body is the error's own."""
+    return Refusal(error.status, error.code, when, error(detail, **extra).as_dict(), variant)
+
+
+def answer(
+    status: int, code: str, when: str, detail: str, variant: str = "", **extra: Any
+) -> Refusal:
+    """A refusal of DRF or of a middleware, rendered in the same shape."""
+    return Refusal(status, code, when, {"code": code, "detail": detail, **extra}, variant)
+
+
+# --- the body of an error -------------------------------------------------------------
+
+NULLABLE_INT = {"type": "integer", "nullable": True}
+NULLABLE_STR = {"type": "string", "nullable": True}
+STRINGS = {"type": "array", "items": {"type": "string"}}
+# Who holds what was refused; one shape for both codes that name a holder.
+HOLDER = {
+    "type": "object",
+    "properties": {
+        "session": NULLABLE_INT,
+        "agent": NULLABLE_STR,
+        "run": {**NULLABLE_INT, "description": "The run holding the worktree (worktree_busy)."},
+    },
+}
+# The fields a code adds to {"code", "detail"} (docs/api.md, "Errors").
+EXTRA_FIELDS: dict[str, dict[str, Any]] = {
+    "invalid": {
+        "errors": {"description": "The validation errors, per field."},
+        "field": {"type": "string", "description": "The body field that names no row here."},
+        "path": {"type": "string", "description": "The rejected path."},
+        "count": {"type": "integer", "description": "How many paths were given."},
+    },
+    "lease_held": {"holder": HOLDER},
+    "wip_limit_reached": {"limit": {"type": "integer", "description": "The project's cap."}},
+    "file_conflict": {
+        "conflicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "issue": {"type": "integer"},
+                    "session": NULLABLE_INT,
+                    "agent": NULLABLE_STR,
+                },
+            },
+        }
+    },
+    "worktree_busy": {
+        "holder": HOLDER,
+        "run": {"type": "integer", "description": "This run, recorded `cancelled`."},
+    },
+    "invalid_transition": {
+        "allowed": {**STRINGS, "description": "The statuses the issue may move to."},
+        "missing": {**STRINGS, "description": "What the move lacks: ready fields, `report`."},
+    },
+    "stale_fence": {"fence": {"type": "integer"}, "current_fence": NULLABLE_INT},
+    "worktree_unresolved": {"run": {"type": "integer", "description": "This run, `skipped`."}},
+}
+
+
+def error_schema(codes: Iterable[str]) -> dict[str, Any]:
+    """The error shape with ``codes`` as its ``code`` and the fields they add."""
+    codes = list(dict.fromkeys(codes))
+    extra = {name: field for code in codes for name, field in EXTRA_FIELDS.get(code, {}).items()}
+    extra = copy.deepcopy(extra)  # each response its own: a reader may edit the document
+    return {
+        "type": "object",
+        "description": 'The error shape: {"code", "detail", ...}.',
+        "properties": {
+            "code": {"type": "string", "enum": codes},
+            "detail": {"type": "string", "description": "What happened, for people."},
+            **extra,
+        },
+        "required": ["code", "detail"],
+    }
+
+
+def errors(*refusals: Refusal) -> dict[int, OpenApiResponse]:
+    """The ``responses`` entries of an operation's own refusals, one per status."""
+    return {
+        status: OpenApiResponse(
+            response=error_schema(r.code for r in group),
+            description="\n".join(r.line for r in group),
+            examples=[r.example for r in group],
+        )
+        for status, group in by_status(refusals)
+    }
+
+
+def by_status(refusals: Iterable[Refusal]) -> Iterable[tuple[int, list[Refusal]]]:
+    ordered = sorted(refusals, key=lambda r: r.status)  # stable: declared order within
+    return ((status, list(group)) for status, group in groupby(ordered, lambda r: r.status))
+
+
+# --- what an operation answers of its own -------------------------------------------
+
+LEASE_HELD = refusal(
+    e.LeaseHeld,
+    "another live session holds the issue; `holder` names it",
+    "Issue 7 is leased by a live session.",
+    holder={"session": 14, "agent": "coder-2"},
+)
+WIP_LIMIT_REACHED = refusal(
+    e.WipLimitReached,
+    "the project's live leases are at its cap, `limit`; the denial is logged in "
+    "/wip-cap-denials/ (invariant 3)",
+    "Project core already has 3 live leases.",
+    limit=3,
+)
+SESSION_NOT_LIVE = refusal(
+    e.SessionNotLive,
+    "the session's last heartbeat is older than the TTL, or it has ended (invariant 1): "
+    "heartbeat it, or register again",
+    "Session 12 is not live.",
+)
+SESSION_ENDED = refusal(e.SessionEnded, "the session has ended; register a new one")
+ISSUE_CLOSED = refusal(
+    e.InvalidTransition,
+    "the issue is `done` or `cancelled`: reopen it first",
+    "Issue 7 is done; reopen it to work on it.",
+    variant="closed",
+)
+NOT_READY = refusal(
+    e.InvalidTransition,
+    "entering `todo` without meeting the definition of ready; `missing` lists what it lacks",
+    "Issue does not meet the definition of ready: missing description.",
+    variant="not_ready",
+    missing=["description"],
+)
+NOT_ALLOWED = refusal(
+    e.InvalidTransition,
+    "a move the workflow does not allow (GET /workflow/); `allowed` lists the moves there are",
+    "Cannot move an issue from todo to in_review.",
+    variant="not_allowed",
+    allowed=["backlog", "in_progress", "cancelled"],
+)
+NEW_ISSUE_STATUS = refusal(
+    e.InvalidTransition,
+    "a new issue asked to start in another status than `backlog` or `todo`",
+    "A new issue starts in backlog or todo, not in_progress.",
+    variant="new",
+)
+NO_REPORT = refusal(
+    e.InvalidTransition,
+    "entering `in_review` or `done` without a completion report, although the issue was "
+    'ever leased: `missing` is `["report"]`',
+    "Issue 7 was worked on: entering in_review needs a completion report "
+    '{"summary", "verification", "pr_link"?}.',
+    variant="no_report",
+    missing=["report"],
+)
+LEASE_NOT_HELD = refusal(
+    e.LeaseNotHeld,
+    "this session holds no unreleased lease on the issue",
+    "Session 12 holds no lease on issue 7.",
+)
+STALE_FENCE = refusal(
+    e.StaleFence,
+    "`fence` is not the issue's current lease's: the lease was reclaimed, released or "
+    'overridden (docs/api.md, "Fences"); nothing was changed',
+    "Fence 3 is not the current lease's on issue 7 (its current lease has fence 4): the "
+    "lease was lost; nothing was changed.",
+    fence=3,
+    current_fence=4,
+)
+STALE_LOCK_FENCE = refusal(
+    e.StaleFence,
+    "`fence` is not the run's unreleased worktree lock's: it was reclaimed; the run is "
+    "left as it was",
+    "Fence 2 is not the fence of an unreleased worktree lock of run 5; the worktree's "
+    "current lock has fence 3; nothing was changed.",
+    fence=2,
+    current_fence=3,
+)
+FILE_CONFLICT = refusal(
+    e.FileConflict,
+    "a path is held by another issue's live claim (or by a claim with no session): nothing "
+    "was claimed and each conflict is logged (invariant 5); `conflicts` names each holder",
+    "1 of 2 paths are claimed by other issues; nothing was claimed.",
+    conflicts=[{"path": "src/webhooks/retry.py", "issue": 9, "session": 14, "agent": "coder-2"}],
+)
+WORKTREE_BUSY = refusal(
+    e.WorktreeBusy,
+    "the worktree is locked by another live run (`holder`): this run is recorded "
+    "`cancelled` (`run`) and the lease is kept; retry when it finishes",
+    "Worktree 'wt-main' is locked by run 4 of session 14 (agent 'coder-2'); retry when it "
+    "finishes.",
+    holder={"session": 14, "agent": "coder-2", "run": 4},
+    run=5,
+)
+WORKTREE_UNRESOLVED = refusal(
+    e.WorktreeUnresolved,
+    "the issue needs a filesystem and nothing names a worktree for it (invariant 10): the "
+    "lease is released `worktree_unresolved` and the run recorded `skipped` (`run`)",
+    "Issue 7 requires a filesystem but no worktree is configured for it: set the issue's "
+    "worktree, bind agent 'coder-1' to a worktree (register with \"worktree\"), or set a "
+    "primary worktree on project 'core'.",
+    run=6,
+)
+RUN_NOT_RUNNING = refusal(
+    e.RunNotRunning, "the run has finished already", "Run 5 is succeeded, not running."
+)
+HUMAN_GATE = refusal(
+    e.Forbidden,
+    "an API key at a human gate: only a person moves an issue from `in_review` to `done`",
+    "Only a person can move an issue from in_review to done.",
+    variant="human_gate",
+)
+ISSUE_NOT_FOUND = refusal(
+    e.NotFound,
+    "the body's `issue` is not in this workspace (invariant 9)",
+    "Issue 7 does not exist.",
+    variant="issue",
+)
+
+# --- what every operation may answer --------------------------------------------------
+
+INVALID_BODY = answer(
+    400,
+    "invalid",
+    "the body does not validate (`errors`, per field), or names a row this workspace "
+    "does not have (`field`)",
+    "session: This field is required.",
+    errors={"session": ["This field is required."]},
+)
+INVALID_QUERY = answer(
+    400,
+    "invalid",
+    "a query parameter does not validate (`errors`, per field): a filter is never ignored",
+    "since: Enter a valid date/time.",
+    variant="query",
+    errors={"since": ["Enter a valid date/time."]},
+)
+NO_WORKSPACE = refusal(
+    e.InvalidInput,
+    "a person's request names no workspace (`X-Projektor-Workspace` or `?workspace=`)",
+    "Name the workspace with the X-Projektor-Workspace header or ?workspace=.",
+    variant="workspace",
+)
+UNAUTHENTICATED = answer(
+    401,
+    "unauthenticated",
+    "no credentials, or a malformed, unknown or revoked API key",
+    "The API key is unknown or revoked.",
+)
+CSRF_FAILED = answer(
+    403,
+    "forbidden",
+    "a person's write without its CSRF token",
+    "CSRF Failed: CSRF token missing.",
+    variant="csrf",
+)
+ID_NOT_FOUND = answer(
+    404,
+    "not_found",
+    "the `{id}` is not in this workspace: another workspace's rows answer as absent (invariant 9)",
+    "Not found.",
+    variant="id",
+)
+PAGE_NOT_FOUND = answer(404, "not_found", "`page` is past the last page", "Invalid page.", "page")
+WORKSPACE_NOT_FOUND = refusal(
+    e.NotFound,
+    "a person names a workspace they are not a member of",
+    "No such workspace.",
+    variant="workspace",
+)
+PAYLOAD_TOO_LARGE = answer(
+    413, "payload_too_large", "the body is over 2.5 MB", "The request body is too large."
+)
+UNSUPPORTED_MEDIA_TYPE = answer(
+    415,
+    "unsupported_media_type",
+    "the body is not `application/json`",
+    'Unsupported media type "text/plain" in request.',
+)
+THROTTLED = answer(
+    429,
+    "throttled",
+    "over the rate limit of the key (without one, of the address); `Retry-After` says "
+    "when to retry",
+    "Request was throttled. Expected available in 12 seconds.",
+)
+DATABASE_UNAVAILABLE = answer(
+    503,
+    "unavailable",
+    "the database cannot be reached; `Retry-After` says when to retry",
+    UNAVAILABLE["detail"],
+)
+
+
+def shared_refusals(*, method: str, path: str, operation: dict[str, Any]) -> list[Refusal]:
+    """What an operation may answer whatever it does, from its place in the schema;
+    within a status, the likelier first."""
+    parameters = operation.get("parameters", [])
+    queried = {p["name"] for p in parameters if p["in"] == "query"}
+    shared = []
+    if "requestBody" in operation:
+        shared += [INVALID_BODY, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE]
+    if queried - {"page"}:
+        shared.append(INVALID_QUERY)
+    if "{id}" in path:
+        shared.append(ID_NOT_FOUND)
+    if "page" in queried:
+        shared.append(PAGE_NOT_FOUND)
+    if method != "get":
+        shared.append(CSRF_FAILED)
+    if operation.get("security"):  # keyed: a key, or a person's session and workspace
+        shared += [UNAUTHENTICATED, NO_WORKSPACE, WORKSPACE_NOT_FOUND]
+    return [*shared, THROTTLED, DATABASE_UNAVAILABLE]
