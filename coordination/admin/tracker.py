@@ -1,16 +1,17 @@
-"""The tracker's own data: workspaces, keys, projects, issues, agents, worktrees, messages."""
+"""The tracker's own data: workspaces, keys, projects, agents, worktrees, messages
+(issues have a module of their own)."""
 
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.safestring import SafeString
 
 from coordination import models as m
-from coordination.admin import forms
+from coordination.admin import display, forms
 from coordination.admin.reporting import report
-from coordination.services import logs, operators, workflow
+from coordination.services import logs, operators
 
 
 class KeptAdmin(admin.ModelAdmin):
@@ -25,7 +26,7 @@ class KeptAdmin(admin.ModelAdmin):
 
 @admin.register(m.Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "created_at"]
+    list_display = ["slug", "name", "created"]
     search_fields = ["slug", "name"]
     filter_horizontal = ["members"]
 
@@ -37,10 +38,14 @@ class WorkspaceAdmin(admin.ModelAdmin):
         for workspace in queryset:
             logs.delete_workspace(workspace)
 
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: m.Workspace) -> SafeString | str:
+        return display.when(obj.created_at)
+
 
 @admin.register(m.ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_prefix", "workspace", "name", "created_at", "revoked_at"]
+    list_display = ["key_prefix", "workspace", "name", "created", "revoked"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     fields = ["workspace", "name", "key_prefix", "created_at", "revoked_at"]
@@ -60,6 +65,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj.pk, obj.key_prefix = key.pk, key.key_prefix
         self.message_user(request, f"New API key (shown once): {raw}", messages.WARNING)
 
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: m.ApiKey) -> SafeString | str:
+        return display.when(obj.created_at)
+
+    @admin.display(description="revoked", ordering="revoked_at")
+    def revoked(self, obj: m.ApiKey) -> SafeString | str:
+        return display.when(obj.revoked_at)
+
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[m.ApiKey]) -> None:
         report(self, request, "Revoked", operators.revoke_api_keys(keys=queryset))
@@ -68,53 +81,18 @@ class ApiKeyAdmin(admin.ModelAdmin):
 @admin.register(m.Project)
 class ProjectAdmin(KeptAdmin):
     form = forms.ProjectAdminForm
-    list_display = ["key", "name", "workspace", "agent_wip_limit", "primary_worktree"]
+    list_display = ["key", "name_cell", "workspace", "wip_cap", "primary_worktree"]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
 
+    @admin.display(description="name", ordering="name")
+    def name_cell(self, obj: m.Project) -> SafeString | str:
+        return display.clip(obj.name, 48)
 
-def transition_action(to: str) -> Callable[..., None]:
-    """An action moving the selected issues to ``to`` through the workflow, as a
-    person: the human review gate passes here; every other rule still holds."""
-
-    def move(model_admin: admin.ModelAdmin, request: HttpRequest, queryset: Any) -> None:
-        report(
-            model_admin,
-            request,
-            f"Moved to {to}",
-            operators.transition_issues(issues=queryset, to=to),
-        )
-
-    move.__name__ = f"move_to_{to}"
-    gate = " (passes the review gate)" if to == m.Issue.Status.DONE else ""
-    return admin.action(description=f"Move selected issues to {to}{gate}")(move)
-
-
-@admin.register(m.Issue)
-class IssueAdmin(KeptAdmin):
-    form = forms.IssueAdminForm
-    list_display = [
-        "id",
-        "title",
-        "project",
-        "status",
-        "priority",
-        "requires_filesystem",
-        "assignee",
-    ]
-    list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
-    list_select_related = ["project", "assignee"]
-    search_fields = ["title", "description"]
-    # Status moves only by the transition actions; the report is the worker's word.
-    readonly_fields = ["status", "completion_report"]
-    actions = [transition_action(status) for status in m.Issue.Status]
-
-    @admin.display(description="completion report")
-    def completion_report(self, obj: m.Issue) -> str:
-        if not obj.report:
-            return "—"
-        return workflow.report_message(obj.report)
+    @admin.display(description="WIP cap", ordering="agent_wip_limit")
+    def wip_cap(self, obj: m.Project) -> int:
+        return obj.agent_wip_limit
 
 
 @admin.register(m.Agent)
@@ -129,20 +107,43 @@ class AgentAdmin(KeptAdmin):
 @admin.register(m.Worktree)
 class WorktreeAdmin(KeptAdmin):
     form = forms.WorktreeAdminForm
-    list_display = ["slug", "name", "workspace", "path", "branch"]
+    list_display = ["slug", "name_cell", "workspace", "path_cell", "branch_cell"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["slug", "name", "path"]
 
+    @admin.display(description="name", ordering="name")
+    def name_cell(self, obj: m.Worktree) -> SafeString | str:
+        return display.clip(obj.name, 32)
+
+    @admin.display(description="path", ordering="path")
+    def path_cell(self, obj: m.Worktree) -> SafeString | str:
+        return display.clip(obj.path, 44, keep_end=True)
+
+    @admin.display(description="branch", ordering="branch")
+    def branch_cell(self, obj: m.Worktree) -> SafeString | str:
+        return display.clip(obj.branch, 24)
+
 
 @admin.register(m.Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "scope", "agent", "excerpt"]
+    list_display = ["created", "scope_cell", "agent", "excerpt"]
     list_filter = ["workspace"]
     list_select_related = ["agent"]
     search_fields = ["scope", "body", "agent__name"]
     date_hierarchy = "created_at"
+    # A choice list of every session would cost a query per session (its label
+    # names its agent) and thousands of options: a search box instead.
+    autocomplete_fields = ["session", "agent"]
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: m.Message) -> SafeString | str:
+        return display.when(obj.created_at)
+
+    @admin.display(description="scope", ordering="scope")
+    def scope_cell(self, obj: m.Message) -> SafeString | str:
+        return display.clip(obj.scope, 24)
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:
-        return obj.body if len(obj.body) <= 90 else obj.body[:89] + "…"
+        return obj.body if len(obj.body) <= 160 else obj.body[:159] + "…"
