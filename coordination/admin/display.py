@@ -6,9 +6,11 @@ predicate: live while it heartbeats within the TTL, stale once it stopped withou
 ending (it crashed; what it holds is reclaimable), ended when it said goodbye.
 """
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib import admin
 from django.db.models import Case, CharField, Q, Value, When
 from django.urls import reverse
 from django.utils import timezone
@@ -76,15 +78,43 @@ def clip(text: str, limit: int, *, keep_end: bool = False) -> SafeString | str:
     return format_html('<span class="clip" title="{}">{}</span>', text, shown)
 
 
+def clipped(
+    attr: str, width: int, *, keep_end: bool = False, description: str | None = None
+) -> Callable[[Any, Any], SafeString | str]:
+    """A list column: ``attr`` (``"project.key"`` follows a relation) clipped to
+    ``width`` characters, sorted by it."""
+
+    def column(model_admin: Any, obj: Any) -> SafeString | str:
+        value = obj
+        for part in attr.split("."):
+            value = getattr(value, part, None) if value is not None else None
+        return clip("" if value is None else str(value), width, keep_end=keep_end)
+
+    name = attr.split(".")[-1].replace("_", " ")
+    ordering = attr.replace(".", "__")
+    return admin.display(description=description or name, ordering=ordering)(column)
+
+
+def dated(attr: str, description: str) -> Callable[[Any, Any], SafeString | str]:
+    """A list column: the time ``attr``, short (``when``), sorted by it."""
+
+    def column(model_admin: Any, obj: Any) -> SafeString | str:
+        return when(getattr(obj, attr))
+
+    return admin.display(description=description, ordering=attr)(column)
+
+
 def issue_label(issue: Any, limit: int = 34) -> SafeString | str:
-    """``#12 Title…``, the whole title on hover."""
+    """``#12 Title…``, the whole title on hover; ``limit=0``: ``#12`` alone."""
+    if not limit:
+        return format_html('<span class="nowrap" title="{}">#{}</span>', issue.title, issue.pk)
     return clip(str(issue), limit)
 
 
 def admin_link(row: Any, text: Any) -> SafeString:
     """``text`` linked to ``row``'s admin page."""
     address = reverse(f"admin:coordination_{row._meta.model_name}_change", args=[row.pk])
-    return format_html('<a href="{}">{}</a>', address, text)
+    return format_html('<a class="nowrap" href="{}">{}</a>', address, text)
 
 
 def badge(state: str | None) -> SafeString:
@@ -93,7 +123,7 @@ def badge(state: str | None) -> SafeString:
     return format_html('<span class="state state-{}">{}</span>', state, label)
 
 
-AGENT_WIDTH = 16  # characters of an agent's name in a holder cell
+AGENT_WIDTH = 20  # characters of an agent's name in a holder cell
 
 
 def session_link(session: AgentSession | None, agent: Agent | None = None) -> SafeString | str:

@@ -65,13 +65,8 @@ class IssueLeaseAdmin(HeldAdmin):
     date_hierarchy = "acquired_at"
     actions = ["force_release"]
 
-    @admin.display(description="project", ordering="issue__project__key")
-    def project(self, obj: m.IssueLease) -> str:
-        return obj.issue.project.key
-
-    @admin.display(description="acquired", ordering="acquired_at")
-    def acquired(self, obj: m.IssueLease) -> SafeString | str:
-        return display.when(obj.acquired_at)
+    project = display.clipped("issue.project.key", 12, description="project")
+    acquired = display.dated("acquired_at", "acquired")
 
     @admin.action(description="Force-release selected leases (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.IssueLease]) -> None:
@@ -84,18 +79,13 @@ class FileClaimAdmin(HeldAdmin):
     list_display = ["path_cell", "issue_cell", "holder", "claimed", "released"]
     list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
     related = ("issue", "agent")
-    issue_width = 20  # the path needs the room
+    issue_width = 0  # the path needs the room: the number, its title on hover
     search_fields = ["path", "issue__title", "=issue__id", "agent__name"]
     date_hierarchy = "claimed_at"
     actions = ["force_release"]
 
-    @admin.display(description="path", ordering="path")
-    def path_cell(self, obj: m.FileClaim) -> SafeString | str:
-        return display.clip(obj.path, 30, keep_end=True)
-
-    @admin.display(description="claimed", ordering="claimed_at")
-    def claimed(self, obj: m.FileClaim) -> SafeString | str:
-        return display.when(obj.claimed_at)
+    path_cell = display.clipped("path", 38, keep_end=True)
+    claimed = display.dated("claimed_at", "claimed")
 
     @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:
@@ -107,15 +97,14 @@ class FileClaimAdmin(HeldAdmin):
 
 @admin.register(m.WorktreeLock)
 class WorktreeLockAdmin(HeldAdmin):
-    list_display = ["worktree", "run", "holder", "acquired", "released"]
+    list_display = ["worktree_cell", "run", "holder", "acquired", "released"]
     related = ("worktree", "run")
     search_fields = ["worktree__slug", "=run__id"]
+    worktree_cell = display.clipped("worktree.slug", 28, description="worktree")
     date_hierarchy = "acquired_at"
     actions = ["force_release"]
 
-    @admin.display(description="acquired", ordering="acquired_at")
-    def acquired(self, obj: m.WorktreeLock) -> SafeString | str:
-        return display.when(obj.acquired_at)
+    acquired = display.dated("acquired_at", "acquired")
 
     @admin.action(description="Force-release selected worktree locks (their runs are cancelled)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.WorktreeLock]) -> None:
@@ -132,6 +121,7 @@ class RunAdmin(HeldAdmin):
     list_display = ["label", "issue_cell", "holder", "lock", "outcome", "started", "took"]
     list_filter = [RunLiveFilter, "status", "error", "lock_mode", "issue__project", "workspace"]
     related = ("issue", "agent", "worktree")
+    issue_width = 24
     search_fields = ["issue__title", "=issue__id", "agent__name", "error_detail"]
     date_hierarchy = "started_at"
 
@@ -146,7 +136,7 @@ class RunAdmin(HeldAdmin):
             return display.NONE
         return format_html(
             '{}<br><span class="quiet">{}</span>',
-            display.clip(obj.worktree.slug, 16),
+            display.clip(obj.worktree.slug, 14),
             obj.lock_mode,
         )
 
@@ -162,9 +152,7 @@ class RunAdmin(HeldAdmin):
             obj.get_error_display(),
         )
 
-    @admin.display(description="started", ordering="started_at")
-    def started(self, obj: m.Run) -> SafeString | str:
-        return display.when(obj.started_at)
+    started = display.dated("started_at", "started")
 
     @admin.display(description="took")
     def took(self, obj: m.Run) -> SafeString | str:

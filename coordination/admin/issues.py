@@ -58,7 +58,7 @@ def held_leases() -> Prefetch:
 class IssueAdmin(KeptAdmin):
     form = forms.IssueAdminForm
     change_form_template = "admin/coordination/issue/change_form.html"
-    list_display = ["label", "project", "status", "priority", "assignee", "holder"]
+    list_display = ["label", "project_key", "state", "assignee_cell", "holder"]
     list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
     list_select_related = ["project", "assignee"]
     search_fields = ["title", "description", "=id"]
@@ -138,7 +138,21 @@ class IssueAdmin(KeptAdmin):
 
     @admin.display(description="issue", ordering="pk")
     def label(self, obj: m.Issue) -> SafeString | str:
-        return display.issue_label(obj, 44)
+        return display.issue_label(obj, 32)
+
+    @admin.display(description="status", ordering="status")
+    def state(self, obj: m.Issue) -> SafeString:
+        """The status, and its priority below it when it has one."""
+        if obj.priority == m.Issue.Priority.NONE:
+            return format_html("{}", obj.get_status_display())
+        return format_html(
+            '{}<br><span class="quiet">{}</span>',
+            obj.get_status_display(),
+            obj.get_priority_display(),
+        )
+
+    project_key = display.clipped("project.key", 10, description="project")
+    assignee_cell = display.clipped("assignee.name", 16, description="assignee")
 
     @admin.display(description="holder")
     def holder(self, obj: m.Issue) -> SafeString | str:
@@ -184,13 +198,8 @@ class IssueAdmin(KeptAdmin):
             display.when(held.acquired_at),
         )
 
-    @admin.display(description="created")
-    def created(self, obj: m.Issue) -> SafeString | str:
-        return display.when(obj.created_at)
-
-    @admin.display(description="updated")
-    def updated(self, obj: m.Issue) -> SafeString | str:
-        return display.when(obj.updated_at)
+    created = display.dated("created_at", "created")
+    updated = display.dated("updated_at", "updated")
 
     def report_field(self, obj: m.Issue, name: str) -> str:
         return (obj.report or {}).get(name) or display.NONE

@@ -1,7 +1,5 @@
 """The contention logs: append-only (invariant 8), so the admin only reads them."""
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -16,9 +14,7 @@ from coordination.admin.state import StateAdmin
 class AppendOnlyAdmin(StateAdmin):
     """Never added, edited or deleted here: the services append, everyone reads."""
 
-    @admin.display(description="when", ordering="occurred_at")
-    def occurred(self, obj: Any) -> SafeString | str:
-        return display.when(obj.occurred_at)
+    occurred = display.dated("occurred_at", "when")
 
 
 def side(issue: m.Issue, agent: m.Agent | None) -> SafeString:
@@ -33,7 +29,7 @@ def side(issue: m.Issue, agent: m.Agent | None) -> SafeString:
 
 @admin.register(m.WipCapDenial)
 class WipCapDenialAdmin(AppendOnlyAdmin):
-    list_display = ["occurred", "project", "issue_cell", "holder", "limit"]
+    list_display = ["occurred", "project_key", "issue_cell", "holder", "limit"]
     list_filter = ["project", "workspace"]
     search_fields = ["issue__title", "=issue__id", "agent__name", "project__key"]
     date_hierarchy = "occurred_at"
@@ -45,6 +41,8 @@ class WipCapDenialAdmin(AppendOnlyAdmin):
             .select_related("workspace", "project", "issue", "agent", "session__agent")
             .annotate(holder_state=display.session_state("session__"))
         )
+
+    project_key = display.clipped("project.key", 12, description="project")
 
     @admin.display(description="issue", ordering="issue_id")
     def issue_cell(self, obj: m.WipCapDenial) -> SafeString | str:
@@ -83,9 +81,7 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
             )
         )
 
-    @admin.display(description="path", ordering="path")
-    def path_cell(self, obj: m.ClaimConflict) -> SafeString | str:
-        return display.clip(obj.path, 40, keep_end=True)
+    path_cell = display.clipped("path", 34, keep_end=True)
 
     @admin.display(description="wanted by", ordering="rejected_issue_id")
     def rejected(self, obj: m.ClaimConflict) -> SafeString:

@@ -71,9 +71,7 @@ class LeaseInline(HoldingInline):
     def lease(self, row: m.IssueLease) -> SafeString:
         return display.admin_link(row, f"lease {row.pk}")
 
-    @admin.display(description="acquired")
-    def acquired(self, row: m.IssueLease) -> SafeString | str:
-        return display.when(row.acquired_at)
+    acquired = display.dated("acquired_at", "acquired")
 
 
 class FileClaimInline(HoldingInline):
@@ -85,9 +83,7 @@ class FileClaimInline(HoldingInline):
     def path_cell(self, row: m.FileClaim) -> SafeString:
         return display.admin_link(row, display.clip(row.path, 60, keep_end=True))
 
-    @admin.display(description="claimed")
-    def claimed(self, row: m.FileClaim) -> SafeString | str:
-        return display.when(row.claimed_at)
+    claimed = display.dated("claimed_at", "claimed")
 
 
 class WorktreeLockInline(HoldingInline):
@@ -99,9 +95,7 @@ class WorktreeLockInline(HoldingInline):
     def lock(self, row: m.WorktreeLock) -> SafeString:
         return display.admin_link(row, row.worktree.slug)
 
-    @admin.display(description="acquired")
-    def acquired(self, row: m.WorktreeLock) -> SafeString | str:
-        return display.when(row.acquired_at)
+    acquired = display.dated("acquired_at", "acquired")
 
 
 class RunInline(HoldingInline):
@@ -122,9 +116,7 @@ class RunInline(HoldingInline):
     def run(self, row: m.Run) -> SafeString:
         return display.admin_link(row, f"run {row.pk}")
 
-    @admin.display(description="started")
-    def started(self, row: m.Run) -> SafeString | str:
-        return display.when(row.started_at)
+    started = display.dated("started_at", "started")
 
     @admin.display(description="took")
     def took(self, row: m.Run) -> SafeString | str:
@@ -133,7 +125,7 @@ class RunInline(HoldingInline):
 
 @admin.register(m.AgentSession)
 class AgentSessionAdmin(StateAdmin):
-    list_display = ["label", "role", "workspace", "state", "started", "heartbeat", "ended"]
+    list_display = ["label", "role", "workspace_cell", "state_ended", "started", "heartbeat"]
     list_filter = [SessionStateFilter, "workspace", "agent__role"]
     list_select_related = ["agent", "workspace"]
     search_fields = ["agent__name", "agent__role", "agent__department", "=id"]
@@ -154,35 +146,37 @@ class AgentSessionAdmin(StateAdmin):
             .annotate(state=display.session_state())
         )
 
-    @admin.display(description="session", ordering="pk")
-    def label(self, obj: m.AgentSession) -> str:
-        return str(obj)
+    role = display.clipped("agent.role", 16, description="role")
+    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
 
-    @admin.display(description="role", ordering="agent__role")
-    def role(self, obj: m.AgentSession) -> str:
-        return obj.agent.role or display.NONE
+    @admin.display(description="session", ordering="pk")
+    def label(self, obj: m.AgentSession) -> SafeString:
+        return format_html('<span class="nowrap">{}</span>', obj)
 
     @admin.display(description="state", ordering="state")
     def state(self, obj: Any) -> SafeString:
         return display.badge(obj.state)
 
-    @admin.display(description="started", ordering="started_at")
-    def started(self, obj: m.AgentSession) -> SafeString | str:
-        return display.when(obj.started_at)
+    @admin.display(description="state", ordering="state")
+    def state_ended(self, obj: Any) -> SafeString:
+        """The state, and when an ended session ended (below it: one column for both)."""
+        if obj.ended_at is None:
+            return display.badge(obj.state)
+        return format_html("{}<br>{}", display.badge(obj.state), display.when(obj.ended_at))
 
-    @admin.display(description="heartbeat", ordering="last_heartbeat_at")
+    started = display.dated("started_at", "started")
+
+    @admin.display(description="last heartbeat", ordering="last_heartbeat_at")
     def heartbeat(self, obj: m.AgentSession) -> SafeString | str:
         if obj.ended_at is not None or obj.status == m.AgentSession.Status.ENDED:
             return display.when(obj.last_heartbeat_at)
         return format_html(
-            '{} <span class="quiet">{}</span>',
+            '{} <span class="quiet nowrap">{}</span>',
             display.when(obj.last_heartbeat_at),
             display.ago(obj.last_heartbeat_at),
         )
 
-    @admin.display(description="ended", ordering="ended_at")
-    def ended(self, obj: m.AgentSession) -> SafeString | str:
-        return display.when(obj.ended_at)
+    ended = display.dated("ended_at", "ended")
 
     @admin.display(description="everything it held")
     def lists(self, obj: m.AgentSession) -> SafeString:

@@ -6,6 +6,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from coordination import models as m
@@ -26,8 +27,11 @@ class KeptAdmin(admin.ModelAdmin):
 
 @admin.register(m.Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "created"]
+    list_display = ["slug_cell", "name_cell", "created"]
     search_fields = ["slug", "name"]
+    slug_cell = display.clipped("slug", 32)
+    name_cell = display.clipped("name", 48)
+    created = display.dated("created_at", "created")
     filter_horizontal = ["members"]
 
     # A tenant goes with its append-only logs: only through the one door that allows it.
@@ -38,19 +42,19 @@ class WorkspaceAdmin(admin.ModelAdmin):
         for workspace in queryset:
             logs.delete_workspace(workspace)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj: m.Workspace) -> SafeString | str:
-        return display.when(obj.created_at)
-
 
 @admin.register(m.ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_prefix", "workspace", "name", "created", "revoked"]
+    list_display = ["key_prefix", "workspace_cell", "name_cell", "created", "revoked"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     fields = ["workspace", "name", "key_prefix", "created_at", "revoked_at"]
     search_fields = ["name", "key_prefix"]
     actions = ["revoke"]
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    name_cell = display.clipped("name", 40)
+    created = display.dated("created_at", "created")
+    revoked = display.dated("revoked_at", "revoked")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # Revoking is the action's job; a key never moves to another workspace.
@@ -65,14 +69,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj.pk, obj.key_prefix = key.pk, key.key_prefix
         self.message_user(request, f"New API key (shown once): {raw}", messages.WARNING)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj: m.ApiKey) -> SafeString | str:
-        return display.when(obj.created_at)
-
-    @admin.display(description="revoked", ordering="revoked_at")
-    def revoked(self, obj: m.ApiKey) -> SafeString | str:
-        return display.when(obj.revoked_at)
-
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[m.ApiKey]) -> None:
         report(self, request, "Revoked", operators.revoke_api_keys(keys=queryset))
@@ -81,14 +77,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
 @admin.register(m.Project)
 class ProjectAdmin(KeptAdmin):
     form = forms.ProjectAdminForm
-    list_display = ["key", "name_cell", "workspace", "wip_cap", "primary_worktree"]
+    list_display = ["key_cell", "name_cell", "workspace_cell", "wip_cap", "worktree_cell"]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
-
-    @admin.display(description="name", ordering="name")
-    def name_cell(self, obj: m.Project) -> SafeString | str:
-        return display.clip(obj.name, 48)
+    key_cell = display.clipped("key", 20)
+    name_cell = display.clipped("name", 44)
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    worktree_cell = display.clipped("primary_worktree.slug", 24, description="primary worktree")
 
     @admin.display(description="WIP cap", ordering="agent_wip_limit")
     def wip_cap(self, obj: m.Project) -> int:
@@ -98,36 +94,37 @@ class ProjectAdmin(KeptAdmin):
 @admin.register(m.Agent)
 class AgentAdmin(KeptAdmin):
     form = forms.AgentAdminForm
-    list_display = ["name", "workspace", "role", "department", "worktree"]
+    list_display = ["name_cell", "workspace_cell", "role_cell", "department_cell", "worktree_cell"]
     list_filter = ["workspace", "role", "department"]
     list_select_related = ["workspace", "worktree"]
     search_fields = ["name", "role"]
+    name_cell = display.clipped("name", 28)
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    role_cell = display.clipped("role", 20)
+    department_cell = display.clipped("department", 20)
+    worktree_cell = display.clipped("worktree.slug", 24, description="worktree")
 
 
 @admin.register(m.Worktree)
 class WorktreeAdmin(KeptAdmin):
     form = forms.WorktreeAdminForm
-    list_display = ["slug", "name_cell", "workspace", "path_cell", "branch_cell"]
+    list_display = ["slug_cell", "path_cell", "branch_cell", "workspace_cell"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["slug", "name", "path"]
+    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
+    path_cell = display.clipped("path", 40, keep_end=True)
+    branch_cell = display.clipped("branch", 24)
 
-    @admin.display(description="name", ordering="name")
-    def name_cell(self, obj: m.Worktree) -> SafeString | str:
-        return display.clip(obj.name, 32)
-
-    @admin.display(description="path", ordering="path")
-    def path_cell(self, obj: m.Worktree) -> SafeString | str:
-        return display.clip(obj.path, 44, keep_end=True)
-
-    @admin.display(description="branch", ordering="branch")
-    def branch_cell(self, obj: m.Worktree) -> SafeString | str:
-        return display.clip(obj.branch, 24)
+    @admin.display(description="slug", ordering="slug")
+    def slug_cell(self, obj: m.Worktree) -> SafeString:
+        """The slug, its name on hover."""
+        return format_html('<span class="nowrap" title="{}">{}</span>', obj.name, obj.slug)
 
 
 @admin.register(m.Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["created", "scope_cell", "agent", "excerpt"]
+    list_display = ["created", "scope_cell", "agent_cell", "excerpt"]
     list_filter = ["workspace"]
     list_select_related = ["agent"]
     search_fields = ["scope", "body", "agent__name"]
@@ -135,15 +132,10 @@ class MessageAdmin(admin.ModelAdmin):
     # A choice list of every session would cost a query per session (its label
     # names its agent) and thousands of options: a search box instead.
     autocomplete_fields = ["session", "agent"]
-
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj: m.Message) -> SafeString | str:
-        return display.when(obj.created_at)
-
-    @admin.display(description="scope", ordering="scope")
-    def scope_cell(self, obj: m.Message) -> SafeString | str:
-        return display.clip(obj.scope, 24)
+    created = display.dated("created_at", "created")
+    scope_cell = display.clipped("scope", 24)
+    agent_cell = display.clipped("agent.name", 20, description="agent")
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:
-        return obj.body if len(obj.body) <= 160 else obj.body[:159] + "…"
+        return obj.body if len(obj.body) <= 120 else obj.body[:119] + "…"
