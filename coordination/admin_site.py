@@ -65,6 +65,7 @@ class ProjektorAdminSite(admin.AdminSite):
     index_title = "Fleet dashboard"
     site_url = "/workspaces/"  # "View site": the managers' pages, not a 404
     index_template = "admin/projektor_index.html"
+    empty_value_display = "—"
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         workspaces = selectors.workspaces_visible_to(request.user)

@@ -1,9 +1,12 @@
-"""Coordination state: sessions, leases, file claims, worktree locks and runs.
+"""Coordination state: leases, file claims, worktree locks and runs (sessions have a
+module of their own).
 
 No back doors: these rows are written only by the services, which enforce the WIP
-cap, liveness and the all-or-nothing rule. The admin shows them read-only (no add,
-no edit, no delete, for superusers too) and changes them only through actions that
-call ``coordination.services.operators``.
+cap, liveness and the all-or-nothing rule. The admin shows them read-only and
+changes them only through actions that call ``coordination.services.operators``.
+Each list is a few compact columns, so it fits a laptop's window: one holder cell
+(agent · session, and the session's live / stale / ended state), short times, long
+paths and titles clipped with the whole on hover.
 """
 
 from typing import Any
@@ -11,96 +14,59 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from coordination import models as m
-from coordination.admin.filters import HolderStateFilter, RunLiveFilter, SessionStateFilter
+from coordination.admin import display
+from coordination.admin.filters import HolderStateFilter, RunLiveFilter
 from coordination.admin.reporting import operator_name, report
+from coordination.admin.state import StateAdmin
 from coordination.services import operators
-
-
-class StateAdmin(admin.ModelAdmin):
-    """Read-only rows of coordination state, changed only by actions."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(m.AgentSession)
-class AgentSessionAdmin(StateAdmin):
-    list_display = [
-        "id",
-        "agent",
-        "role",
-        "workspace",
-        "status",
-        "live",
-        "started_at",
-        "last_heartbeat_at",
-        "ended_at",
-    ]
-    list_filter = [SessionStateFilter, "status", "workspace", "agent__role"]
-    list_select_related = ["agent", "workspace"]
-    search_fields = ["agent__name", "agent__role", "agent__department"]
-    date_hierarchy = "started_at"
-    actions = ["end_sessions"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[m.AgentSession]:
-        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
-
-    @admin.display(description="role")
-    def role(self, obj: m.AgentSession) -> str:
-        return obj.agent.role
-
-    @admin.display(boolean=True)
-    def live(self, obj: Any) -> bool:
-        return bool(obj.is_live)
-
-    @admin.action(description="End selected sessions (release what they hold: agent_ended)")
-    def end_sessions(self, request: HttpRequest, queryset: QuerySet[m.AgentSession]) -> None:
-        report(self, request, "Ended", operators.end_sessions(sessions=queryset))
 
 
 class HeldAdmin(StateAdmin):
     """Leases, claims and locks: live while unreleased and their holder is live."""
 
     list_filter = [HolderStateFilter, "release_reason", "workspace"]
+    related: tuple[str, ...] = ()
 
-    @admin.display(boolean=True, description="holder live")
-    def live(self, obj: Any) -> bool:
-        return bool(obj.is_live)
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # The change page's row too (get_object reads this queryset): every
+        # relation its fields show, in the one query.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("workspace", "session__agent", *self.related)
+            .annotate(holder_state=display.session_state("session__"))
+        )
+
+    @admin.display(description="holder", ordering="session__agent__name")
+    def holder(self, obj: Any) -> SafeString:
+        return display.holder(obj)
+
+    @admin.display(description="released", ordering="released_at")
+    def released(self, obj: Any) -> SafeString | str:
+        return display.released(obj)
+
+    issue_width = 28  # characters of ``#12 Title``
+
+    @admin.display(description="issue", ordering="issue_id")
+    def issue_cell(self, obj: Any) -> SafeString | str:
+        return display.issue_label(obj.issue, self.issue_width)
 
 
 @admin.register(m.IssueLease)
 class IssueLeaseAdmin(HeldAdmin):
-    list_display = [
-        "id",
-        "issue",
-        "project",
-        "agent",
-        "session",
-        "live",
-        "acquired_at",
-        "released_at",
-        "release_reason",
-    ]
+    list_display = ["issue_cell", "project", "holder", "acquired", "released"]
     list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
-    list_select_related = ["issue__project", "agent", "session"]
+    related = ("issue__project", "agent")
     search_fields = ["issue__title", "=issue__id", "agent__name"]
     date_hierarchy = "acquired_at"
     actions = ["force_release"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[m.IssueLease]:
-        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
-
-    @admin.display(description="project")
-    def project(self, obj: m.IssueLease) -> str:
-        return obj.issue.project.key
+    project = display.clipped("issue.project.key", 12, description="project")
+    acquired = display.dated("acquired_at", "acquired")
 
     @admin.action(description="Force-release selected leases (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.IssueLease]) -> None:
@@ -110,24 +76,16 @@ class IssueLeaseAdmin(HeldAdmin):
 
 @admin.register(m.FileClaim)
 class FileClaimAdmin(HeldAdmin):
-    list_display = [
-        "path",
-        "issue",
-        "agent",
-        "session",
-        "live",
-        "claimed_at",
-        "released_at",
-        "release_reason",
-    ]
+    list_display = ["path_cell", "issue_cell", "holder", "claimed", "released"]
     list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
-    list_select_related = ["issue", "agent", "session"]
+    related = ("issue", "agent")
+    issue_width = 0  # the path needs the room: the number, its title on hover
     search_fields = ["path", "issue__title", "=issue__id", "agent__name"]
     date_hierarchy = "claimed_at"
     actions = ["force_release"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[m.FileClaim]:
-        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
+    path_cell = display.clipped("path", 38, keep_end=True)
+    claimed = display.dated("claimed_at", "claimed")
 
     @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:
@@ -139,22 +97,14 @@ class FileClaimAdmin(HeldAdmin):
 
 @admin.register(m.WorktreeLock)
 class WorktreeLockAdmin(HeldAdmin):
-    list_display = [
-        "worktree",
-        "run",
-        "session",
-        "live",
-        "acquired_at",
-        "released_at",
-        "release_reason",
-    ]
-    list_select_related = ["worktree", "run", "session"]
+    list_display = ["worktree_cell", "run", "holder", "acquired", "released"]
+    related = ("worktree", "run")
     search_fields = ["worktree__slug", "=run__id"]
+    worktree_cell = display.clipped("worktree.slug", 28, description="worktree")
     date_hierarchy = "acquired_at"
     actions = ["force_release"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[m.WorktreeLock]:
-        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
+    acquired = display.dated("acquired_at", "acquired")
 
     @admin.action(description="Force-release selected worktree locks (their runs are cancelled)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.WorktreeLock]) -> None:
@@ -165,29 +115,45 @@ class WorktreeLockAdmin(HeldAdmin):
 
 
 @admin.register(m.Run)
-class RunAdmin(StateAdmin):
+class RunAdmin(HeldAdmin):
     """The dispatcher's record: status, lock and error are read, never edited."""
 
-    list_display = [
-        "id",
-        "issue",
-        "agent",
-        "lock_mode",
-        "worktree",
-        "status",
-        "live",
-        "error",
-        "started_at",
-        "finished_at",
-    ]
+    list_display = ["label", "issue_cell", "holder", "lock", "outcome", "started", "took"]
     list_filter = [RunLiveFilter, "status", "error", "lock_mode", "issue__project", "workspace"]
-    list_select_related = ["issue", "agent", "worktree"]
+    related = ("issue", "agent", "worktree")
+    issue_width = 24
     search_fields = ["issue__title", "=issue__id", "agent__name", "error_detail"]
     date_hierarchy = "started_at"
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[m.Run]:
-        return super().get_queryset(request).with_live()  # type: ignore[attr-defined]
+    @admin.display(description="run", ordering="pk")
+    def label(self, obj: m.Run) -> SafeString:
+        return format_html('<span class="nowrap">run {}</span>', obj.pk)
 
-    @admin.display(boolean=True)
-    def live(self, obj: Any) -> bool:
-        return bool(obj.is_live)
+    @admin.display(description="worktree", ordering="worktree__slug")
+    def lock(self, obj: m.Run) -> SafeString | str:
+        """The worktree, and whether the run locks it (exclusive) or only reads it."""
+        if obj.worktree is None:
+            return display.NONE
+        return format_html(
+            '{}<br><span class="quiet">{}</span>',
+            display.clip(obj.worktree.slug, 14),
+            obj.lock_mode,
+        )
+
+    @admin.display(description="status", ordering="status")
+    def outcome(self, obj: m.Run) -> SafeString:
+        """The status, and the error that kept it from starting, if any."""
+        if not obj.error:
+            return format_html("{}", obj.status)
+        return format_html(
+            '{}<br><span class="quiet" title="{}">{}</span>',
+            obj.status,
+            obj.error_detail,
+            obj.get_error_display(),
+        )
+
+    started = display.dated("started_at", "started")
+
+    @admin.display(description="took")
+    def took(self, obj: m.Run) -> SafeString | str:
+        return display.took(obj.started_at, obj.finished_at)

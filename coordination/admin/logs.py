@@ -1,37 +1,62 @@
 """The contention logs: append-only (invariant 8), so the admin only reads them."""
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from coordination import models as m
-from coordination.admin.fleet import StateAdmin
+from coordination.admin import display
+from coordination.admin.state import StateAdmin
 
 
 class AppendOnlyAdmin(StateAdmin):
     """Never added, edited or deleted here: the services append, everyone reads."""
 
+    occurred = display.dated("occurred_at", "when")
+
+
+def side(issue: m.Issue, agent: m.Agent | None) -> SafeString:
+    """One side of a conflict: ``#12 · atlas``, the issue's title on hover."""
+    return format_html(
+        '<span class="nowrap" title="{}">#{} · {}</span>',
+        issue.title,
+        issue.pk,
+        agent.name if agent is not None else "no agent",
+    )
+
 
 @admin.register(m.WipCapDenial)
 class WipCapDenialAdmin(AppendOnlyAdmin):
-    list_display = ["occurred_at", "project", "issue", "agent", "session", "limit"]
+    list_display = ["occurred", "project_key", "issue_cell", "holder", "limit"]
     list_filter = ["project", "workspace"]
-    list_select_related = ["project", "issue", "agent", "session"]
     search_fields = ["issue__title", "=issue__id", "agent__name", "project__key"]
     date_hierarchy = "occurred_at"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.WipCapDenial]:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("workspace", "project", "issue", "agent", "session__agent")
+            .annotate(holder_state=display.session_state("session__"))
+        )
+
+    project_key = display.clipped("project.key", 12, description="project")
+
+    @admin.display(description="issue", ordering="issue_id")
+    def issue_cell(self, obj: m.WipCapDenial) -> SafeString | str:
+        return display.issue_label(obj.issue, 40)
+
+    @admin.display(description="refused", ordering="agent__name")
+    def holder(self, obj: m.WipCapDenial) -> SafeString:
+        return display.holder(obj)
 
 
 @admin.register(m.ClaimConflict)
 class ClaimConflictAdmin(AppendOnlyAdmin):
-    list_display = [
-        "occurred_at",
-        "path",
-        "rejected_issue",
-        "rejected_agent",
-        "holding_issue",
-        "holding_agent",
-        "forced",
-    ]
+    list_display = ["occurred", "path_cell", "rejected", "holding", "outcome"]
     list_filter = ["forced", "rejected_issue__project", "workspace"]
-    list_select_related = ["rejected_issue", "rejected_agent", "holding_issue", "holding_agent"]
     search_fields = [
         "path",
         "rejected_issue__title",
@@ -40,3 +65,35 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
         "holding_agent__name",
     ]
     date_hierarchy = "occurred_at"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.ClaimConflict]:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(
+                "workspace",
+                "rejected_issue",
+                "rejected_agent",
+                "rejected_session__agent",
+                "holding_issue",
+                "holding_agent",
+                "holding_session__agent",
+            )
+        )
+
+    path_cell = display.clipped("path", 34, keep_end=True)
+
+    @admin.display(description="wanted by", ordering="rejected_issue_id")
+    def rejected(self, obj: m.ClaimConflict) -> SafeString:
+        return side(obj.rejected_issue, obj.rejected_agent)
+
+    @admin.display(description="held by", ordering="holding_issue_id")
+    def holding(self, obj: m.ClaimConflict) -> SafeString:
+        return side(obj.holding_issue, obj.holding_agent)
+
+    @admin.display(description="outcome", ordering="forced")
+    def outcome(self, obj: m.ClaimConflict) -> SafeString:
+        """Refused (the claimer waits), or forced (the holder lost the path)."""
+        if obj.forced:
+            return mark_safe('<b class="forced">forced</b>')
+        return mark_safe('<span class="quiet">refused</span>')

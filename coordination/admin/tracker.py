@@ -1,16 +1,18 @@
-"""The tracker's own data: workspaces, keys, projects, issues, agents, worktrees, messages."""
+"""The tracker's own data: workspaces, keys, projects, agents, worktrees, messages
+(issues have a module of their own)."""
 
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from coordination import models as m
-from coordination.admin import forms
+from coordination.admin import display, forms
 from coordination.admin.reporting import report
-from coordination.services import logs, operators, workflow
+from coordination.services import logs, operators
 
 
 class KeptAdmin(admin.ModelAdmin):
@@ -25,8 +27,11 @@ class KeptAdmin(admin.ModelAdmin):
 
 @admin.register(m.Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "created_at"]
+    list_display = ["slug_cell", "name_cell", "created"]
     search_fields = ["slug", "name"]
+    slug_cell = display.clipped("slug", 32)
+    name_cell = display.clipped("name", 48)
+    created = display.dated("created_at", "created")
     filter_horizontal = ["members"]
 
     # A tenant goes with its append-only logs: only through the one door that allows it.
@@ -40,12 +45,16 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 @admin.register(m.ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_prefix", "workspace", "name", "created_at", "revoked_at"]
+    list_display = ["key_prefix", "workspace_cell", "name_cell", "created", "revoked"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     fields = ["workspace", "name", "key_prefix", "created_at", "revoked_at"]
     search_fields = ["name", "key_prefix"]
     actions = ["revoke"]
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    name_cell = display.clipped("name", 40)
+    created = display.dated("created_at", "created")
+    revoked = display.dated("revoked_at", "revoked")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # Revoking is the action's job; a key never moves to another workspace.
@@ -68,81 +77,65 @@ class ApiKeyAdmin(admin.ModelAdmin):
 @admin.register(m.Project)
 class ProjectAdmin(KeptAdmin):
     form = forms.ProjectAdminForm
-    list_display = ["key", "name", "workspace", "agent_wip_limit", "primary_worktree"]
+    list_display = ["key_cell", "name_cell", "workspace_cell", "wip_cap", "worktree_cell"]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
+    key_cell = display.clipped("key", 20)
+    name_cell = display.clipped("name", 44)
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    worktree_cell = display.clipped("primary_worktree.slug", 24, description="primary worktree")
 
-
-def transition_action(to: str) -> Callable[..., None]:
-    """An action moving the selected issues to ``to`` through the workflow, as a
-    person: the human review gate passes here; every other rule still holds."""
-
-    def move(model_admin: admin.ModelAdmin, request: HttpRequest, queryset: Any) -> None:
-        report(
-            model_admin,
-            request,
-            f"Moved to {to}",
-            operators.transition_issues(issues=queryset, to=to),
-        )
-
-    move.__name__ = f"move_to_{to}"
-    gate = " (passes the review gate)" if to == m.Issue.Status.DONE else ""
-    return admin.action(description=f"Move selected issues to {to}{gate}")(move)
-
-
-@admin.register(m.Issue)
-class IssueAdmin(KeptAdmin):
-    form = forms.IssueAdminForm
-    list_display = [
-        "id",
-        "title",
-        "project",
-        "status",
-        "priority",
-        "requires_filesystem",
-        "assignee",
-    ]
-    list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
-    list_select_related = ["project", "assignee"]
-    search_fields = ["title", "description"]
-    # Status moves only by the transition actions; the report is the worker's word.
-    readonly_fields = ["status", "completion_report"]
-    actions = [transition_action(status) for status in m.Issue.Status]
-
-    @admin.display(description="completion report")
-    def completion_report(self, obj: m.Issue) -> str:
-        if not obj.report:
-            return "—"
-        return workflow.report_message(obj.report)
+    @admin.display(description="WIP cap", ordering="agent_wip_limit")
+    def wip_cap(self, obj: m.Project) -> int:
+        return obj.agent_wip_limit
 
 
 @admin.register(m.Agent)
 class AgentAdmin(KeptAdmin):
     form = forms.AgentAdminForm
-    list_display = ["name", "workspace", "role", "department", "worktree"]
+    list_display = ["name_cell", "workspace_cell", "role_cell", "department_cell", "worktree_cell"]
     list_filter = ["workspace", "role", "department"]
     list_select_related = ["workspace", "worktree"]
     search_fields = ["name", "role"]
+    name_cell = display.clipped("name", 28)
+    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    role_cell = display.clipped("role", 20)
+    department_cell = display.clipped("department", 20)
+    worktree_cell = display.clipped("worktree.slug", 24, description="worktree")
 
 
 @admin.register(m.Worktree)
 class WorktreeAdmin(KeptAdmin):
     form = forms.WorktreeAdminForm
-    list_display = ["slug", "name", "workspace", "path", "branch"]
+    list_display = ["slug_cell", "path_cell", "branch_cell", "workspace_cell"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["slug", "name", "path"]
+    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
+    path_cell = display.clipped("path", 40, keep_end=True)
+    branch_cell = display.clipped("branch", 24)
+
+    @admin.display(description="slug", ordering="slug")
+    def slug_cell(self, obj: m.Worktree) -> SafeString:
+        """The slug, its name on hover."""
+        return format_html('<span class="nowrap" title="{}">{}</span>', obj.name, obj.slug)
 
 
 @admin.register(m.Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "scope", "agent", "excerpt"]
+    list_display = ["created", "scope_cell", "agent_cell", "excerpt"]
     list_filter = ["workspace"]
     list_select_related = ["agent"]
     search_fields = ["scope", "body", "agent__name"]
     date_hierarchy = "created_at"
+    # A choice list of every session would cost a query per session (its label
+    # names its agent) and thousands of options: a search box instead.
+    autocomplete_fields = ["session", "agent"]
+    created = display.dated("created_at", "created")
+    scope_cell = display.clipped("scope", 24)
+    agent_cell = display.clipped("agent.name", 20, description="agent")
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:
-        return obj.body if len(obj.body) <= 90 else obj.body[:89] + "…"
+        return obj.body if len(obj.body) <= 120 else obj.body[:119] + "…"

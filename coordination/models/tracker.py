@@ -105,7 +105,8 @@ class AgentSession(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"session {self.pk} of {self.agent_id}"
+        # Names its agent: lists showing sessions select ``agent`` with them.
+        return f"{self.agent.name} · session {self.pk}"
 
 
 class Issue(models.Model):

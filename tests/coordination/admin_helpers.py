@@ -1,5 +1,8 @@
 """Helpers of the admin tests: addresses, actions, the message bar, demo-sized data."""
 
+import contextlib
+from typing import Any
+
 from django.urls import reverse
 from django.utils import timezone
 
@@ -95,3 +98,128 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             agent=agent,
         )
         ApiKey.issue(workspace, f"key-{n}")
+
+
+# --- a crowded fleet, for the browser's widths ------------------------------------------
+
+DEEP = "services/coordination/file_claims/release/ordering/with/a/long/path"
+LONG_TITLE = "Make the claim-conflict heatmap readable on a laptop without scrolling sideways"
+
+
+def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
+    """A fleet as the demo leaves one, with everything long that can be: deep paths,
+    long titles, names and worktree paths; holders live, stale and ended; conflicts
+    refused and forced; runs running, skipped and cancelled; WIP-cap denials, messages
+    and a completion report. Built through the services, as agents would.
+
+    Returns a stale session that still holds its work, and the reported issue."""
+    from coordination.errors import CoordinationError
+    from coordination.services import agents as sessions
+    from coordination.services import file_claims, leases, messages, workflow, worktrees
+    from tests.conftest import expire
+
+    m.Workspace.objects.create(slug="globex-industries", name="Globex Industries")  # a filter
+    tree = worktrees.create_worktree(
+        workspace=workspace,
+        slug="integration-release-candidate",
+        name="The integration checkout of the release candidate",
+        path="/srv/projektor/worktrees/integration-release-candidate-with-a-long-directory",
+        branch="release/2026-12-candidate-with-a-long-branch-name",
+    )
+    project = m.Project.objects.create(
+        workspace=workspace,
+        key="platform-services-and-tools",
+        name="Platform services, their tooling and the long-running migrations",
+        agent_wip_limit=2 * agents,
+        primary_worktree=tree,
+    )
+    tiny = m.Project.objects.create(workspace=workspace, key="tiny", name="Tiny", agent_wip_limit=1)
+    crew = [
+        sessions.register_session(
+            workspace=workspace,
+            agent_name=f"release-manager-{n}" if n % 2 else f"coder-{n}",
+            role="backend-engineer",
+            department="platform-infrastructure",
+        )
+        for n in range(agents)
+    ]
+    worked = []
+    for n, session in enumerate(crew):
+        for take in range(3):  # the third in the tiny project: a WIP-cap denial but once
+            issue = Issue.objects.create(
+                workspace=workspace,
+                project=tiny if take == 2 else project,
+                title=f"{LONG_TITLE}, take {n}.{take}",
+                description="Done when it fits.",
+                status=Issue.Status.TODO,
+                requires_filesystem=take == 1,
+            )
+            try:
+                leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
+            except CoordinationError:
+                continue
+            worked.append((session, issue))
+            paths = [
+                f"{DEEP}/agent_{n}/take_{take}/module_{n}{take}{k}_of_the_fleet.py"
+                for k in range(4)
+            ]
+            file_claims.claim_files(
+                workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
+            )
+            with contextlib.suppress(CoordinationError):  # a busy worktree: a cancelled run
+                worktrees.dispatch_run(
+                    workspace=workspace, session_id=session.pk, issue_id=issue.pk
+                )
+            messages.record_message(
+                workspace=workspace,
+                scope=messages.issue_scope(issue.pk),
+                body=f"{session.agent.name} started on this. " + "A long note. " * 20,
+                session=session,
+            )
+    # Contention: each agent wants its neighbour's first path; every other one forces it.
+    for n, (session, issue) in enumerate(worked[1:], start=1):
+        wanted = [file_claims_of(worked[n - 1][1])[0]]
+        with contextlib.suppress(CoordinationError):
+            file_claims.claim_files(
+                workspace=workspace,
+                issue_id=issue.pk,
+                paths=wanted,
+                session_id=session.pk,
+                force=n % 3 == 0,
+            )
+    unbound = Issue.objects.create(  # no worktree anywhere: a skipped run
+        workspace=workspace,
+        project=m.Project.objects.create(workspace=workspace, key="docs", name="Docs"),
+        title=LONG_TITLE,
+        description="Done when it fits.",
+        status=Issue.Status.TODO,
+        requires_filesystem=True,
+    )
+    with contextlib.suppress(CoordinationError):
+        worktrees.dispatch_run(workspace=workspace, session_id=crew[0].pk, issue_id=unbound.pk)
+    reported = worked[0][1]
+    workflow.transition_issue(
+        workspace=workspace, issue_id=reported.pk, to="in_progress", by_human=False
+    )
+    workflow.transition_issue(
+        workspace=workspace,
+        issue_id=reported.pk,
+        to="in_review",
+        by_human=False,
+        report={
+            "summary": "Columns merged into one holder cell. " * 5,
+            "verification": "The browser test measures every list at 1280 px.",
+            "pr_link": "https://git.example.com/projektor/pull/42",
+        },
+    )
+    for session in crew[1::3]:
+        expire(session)  # stale: crashed, still holding
+    for session in crew[2::3]:
+        sessions.end_session(workspace=workspace, session_id=session.pk)
+    for n in range(3):
+        ApiKey.issue(workspace, f"fleet key for the nightly release pipeline {n}")
+    return {"stale": crew[1], "reported": reported}
+
+
+def file_claims_of(issue) -> list[str]:
+    return sorted(FileClaim.objects.filter(issue=issue).values_list("path", flat=True))
