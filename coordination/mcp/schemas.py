@@ -63,6 +63,10 @@ def _json_schema(node: Any, components: dict[str, Any], seen: frozenset[str]) ->
             schema[key] = _json_schema(value, components, seen)
     if "required" in schema and "properties" in schema:
         schema["required"] = [name for name in schema["required"] if name in schema["properties"]]
+    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+        # How OpenAPI 3.0 documents a field beside its $ref (a help text): one schema.
+        (only,) = schema.pop("allOf")
+        schema = {**only, **schema}
     if node.get("nullable"):
         schema = _nullable(schema)
     return schema
