@@ -266,7 +266,8 @@ plus the URL id as `issue`, `session` or `run`; `tools/list` gives each input sc
 derived from this document. The result is the REST response body; a refused call is a
 tool result with `isError: true` whose text is the error JSON above. `initialize` tells
 the agent the route: read `get_workflow`, then `start_work` (or `register_agent`,
-`claim_issue`, `claim_files`), heartbeat within the session TTL, and `finish_work`.
+`claim_issue`, `claim_files` and `transition_issue` to `in_progress`), heartbeat within
+the session TTL, and `finish_work`.
 
 With the official Python SDK (`pip install mcp`):
 
