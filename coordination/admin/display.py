@@ -1,6 +1,10 @@
 """How the admin shows coordination state in little room: short times, clipped text
 with the whole of it on hover, and one holder cell (agent, session, state badge).
 
+Cells are clipped to a bounded length, and may break at their spaces (a time
+before its hour, a holder after its agent): squeezed, the table shrinks its
+columns to their longest word instead of scrolling sideways, whatever the ids.
+
 A session's state is one of live / stale / ended, derived from the one TTL
 predicate: live while it heartbeats within the TTL, stale once it stopped without
 ending (it crashed; what it holds is reclaimable), ended when it said goodbye.
@@ -42,7 +46,8 @@ def when(moment: datetime | None) -> SafeString | str:
         return NONE
     local = timezone.localtime(moment)
     this_year = local.year == timezone.now().year
-    shown = f"{local:%b} {local.day} {local:%H:%M}" if this_year else f"{local:%Y-%m-%d}"
+    # No break inside the date: squeezed, the hour goes below it.
+    shown = f"{local:%b}\u00a0{local.day} {local:%H:%M}" if this_year else f"{local:%Y-%m-%d}"
     return format_html(
         '<time datetime="{}" title="{}">{}</time>',
         local.isoformat(),
@@ -67,15 +72,17 @@ def took(start: datetime | None, end: datetime | None) -> SafeString | str:
     return format_html('<span title="{}">{}</span>', timezone.localtime(end).isoformat(), text)
 
 
-def clip(text: str, limit: int, *, keep_end: bool = False) -> SafeString | str:
+def clip(text: str, limit: int, *, keep_end: bool = False, wrap: bool = False) -> SafeString | str:
     """``text`` cut to ``limit`` characters with an ellipsis, the whole on hover.
-    Paths keep their end (``keep_end``): the file name tells them apart."""
+    Paths keep their end (``keep_end``): the file name tells them apart. Titles
+    may break at their spaces (``wrap``); names and paths stay on one line."""
     if not text:
         return NONE
+    kind = "wrap" if wrap else "nowrap"
     if len(text) <= limit:
-        return format_html('<span class="nowrap">{}</span>', text)
+        return format_html('<span class="{}">{}</span>', kind, text)
     shown = "…" + text[1 - limit :] if keep_end else text[: limit - 1] + "…"
-    return format_html('<span class="clip" title="{}">{}</span>', text, shown)
+    return format_html('<span class="clip {}" title="{}">{}</span>', kind, text, shown)
 
 
 def clipped(
@@ -108,7 +115,7 @@ def issue_label(issue: Any, limit: int = 34) -> SafeString | str:
     """``#12 Title…``, the whole title on hover; ``limit=0``: ``#12`` alone."""
     if not limit:
         return format_html('<span class="nowrap" title="{}">#{}</span>', issue.title, issue.pk)
-    return clip(str(issue), limit)
+    return clip(str(issue), limit, wrap=True)
 
 
 def admin_link(row: Any, text: Any) -> SafeString:
@@ -136,7 +143,8 @@ def session_link(session: AgentSession | None, agent: Agent | None = None) -> Sa
     if len(name) > AGENT_WIDTH:
         name = name[: AGENT_WIDTH - 1] + "…"
     return format_html(
-        '<a class="nowrap" href="{}" title="{}">{} · session {}</a>',
+        '<a href="{}" title="{}"><span class="nowrap">{} ·</span> '
+        '<span class="nowrap">session {}</span></a>',
         address,
         str(session),
         name,
@@ -162,7 +170,9 @@ def released(row: Any) -> SafeString | str:
     if row.released_at is None:
         return mark_safe('<span class="held">held</span>')
     return format_html(
-        '{}<br><span class="quiet">{}</span>', when(row.released_at), row.release_reason
+        '{}<br><span class="quiet">{}</span>',
+        when(row.released_at),
+        row.get_release_reason_display(),
     )
 
 

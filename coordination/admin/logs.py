@@ -20,7 +20,7 @@ class AppendOnlyAdmin(StateAdmin):
 def side(issue: m.Issue, agent: m.Agent | None) -> SafeString:
     """One side of a conflict: ``#12 · atlas``, the issue's title on hover."""
     return format_html(
-        '<span class="nowrap" title="{}">#{} · {}</span>',
+        '<span title="{}"><span class="nowrap">#{} ·</span> <span class="nowrap">{}</span></span>',
         issue.title,
         issue.pk,
         agent.name if agent is not None else "no agent",

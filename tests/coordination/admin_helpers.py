@@ -137,7 +137,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
     crew = [
         sessions.register_session(
             workspace=workspace,
-            agent_name=f"release-manager-{n}" if n % 2 else f"coder-{n}",
+            agent_name=f"release-manager-{n:04d}" if n % 2 else f"coder-{n}",
             role="backend-engineer",
             department="platform-infrastructure",
         )
