@@ -130,7 +130,7 @@ def badge(state: str | None) -> SafeString:
     return format_html('<span class="state state-{}">{}</span>', state, label)
 
 
-AGENT_WIDTH = 20  # characters of an agent's name in a holder cell
+AGENT_WIDTH = 20  # characters of an agent's name in a list's cell
 
 
 def session_link(session: AgentSession | None, agent: Agent | None = None) -> SafeString | str:

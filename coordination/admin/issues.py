@@ -152,7 +152,7 @@ class IssueAdmin(KeptAdmin):
         )
 
     project_key = display.clipped("project.key", 10, description="project")
-    assignee_cell = display.clipped("assignee.name", 16, description="assignee")
+    assignee_cell = display.clipped("assignee.name", display.AGENT_WIDTH, description="assignee")
 
     @admin.display(description="holder")
     def holder(self, obj: m.Issue) -> SafeString | str:

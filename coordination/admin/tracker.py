@@ -134,7 +134,7 @@ class MessageAdmin(admin.ModelAdmin):
     autocomplete_fields = ["session", "agent"]
     created = display.dated("created_at", "created")
     scope_cell = display.clipped("scope", 24)
-    agent_cell = display.clipped("agent.name", 20, description="agent")
+    agent_cell = display.clipped("agent.name", display.AGENT_WIDTH, description="agent")
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:
