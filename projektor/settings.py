@@ -78,6 +78,24 @@ PROJEKTOR_THROTTLE_KEY = env_rate("PROJEKTOR_THROTTLE_KEY", "6000/min")
 PROJEKTOR_THROTTLE_ANON = env_rate("PROJEKTOR_THROTTLE_ANON", "120/min")
 PROJEKTOR_NUM_PROXIES = int(os.environ.get("PROJEKTOR_NUM_PROXIES", "0"))
 
+
+def env_positive(name: str, default: str) -> int:
+    raw = os.environ.get(name, default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ImproperlyConfigured(f"{name} must be a positive integer, not {raw!r}")
+    return int(raw)
+
+
+# The event log (docs/api.md, Events and Webhooks).
+PROJEKTOR_EVENT_RETENTION_DAYS = env_positive("PROJEKTOR_EVENT_RETENTION_DAYS", "30")
+# An SSE stream is closed by the server after this long (EventSource reconnects).
+PROJEKTOR_EVENT_STREAM_SECONDS = env_positive("PROJEKTOR_EVENT_STREAM_SECONDS", "60")
+PROJEKTOR_EVENT_STREAM_KEEPALIVE_SECONDS = env_positive(
+    "PROJEKTOR_EVENT_STREAM_KEEPALIVE_SECONDS", "15"
+)
+PROJEKTOR_WEBHOOK_RETRY_HOURS = env_positive("PROJEKTOR_WEBHOOK_RETRY_HOURS", "24")
+PROJEKTOR_WEBHOOK_ALLOW_PRIVATE = env_bool("PROJEKTOR_WEBHOOK_ALLOW_PRIVATE", False)
+
 INSTALLED_APPS = [
     "coordination.apps.ProjektorAdminConfig",  # django.contrib.admin, with our site
     "django.contrib.auth",

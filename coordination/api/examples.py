@@ -152,6 +152,22 @@ MESSAGE = {
     "agent": "coder-1",
     "created_at": at("09:12:42"),
 }
+EVENT = {
+    "id": 812,
+    "type": "lease.released",
+    "occurred_at": at("09:31:07"),
+    "project": "core",
+    "issue": ISSUE_ID,
+    "session": SESSION_ID,
+    "agent": "coder-1",
+    "data": {
+        "lease": 31,
+        "fence": FENCE,
+        "reason": "expired",
+        "by": {"session": 14, "agent": "coder-2"},
+    },
+}
+EVENT_PAGE = {"events": [EVENT], "next": 812, "missed": False}
 WORKTREE = {
     "id": 1,
     "slug": "wt-main",

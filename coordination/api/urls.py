@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import file_claims, issues, messages, runs, sessions, work
+from coordination.api import events, file_claims, issues, messages, runs, sessions, work
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -23,5 +23,7 @@ urlpatterns = [
     path("workflow/", issues.WorkflowView.as_view(), name="workflow"),
     path("work/start/", work.StartWorkView.as_view(), name="work-start"),
     path("work/finish/", work.FinishWorkView.as_view(), name="work-finish"),
+    path("events/", events.EventListView.as_view(), name="events"),
+    path("events/stream/", events.EventStreamView.as_view(), name="events-stream"),
     *router.urls,
 ]

@@ -28,6 +28,7 @@ from coordination.models import (
     Agent,
     AgentSession,
     ClaimConflict,
+    Event,
     FileClaim,
     Issue,
     IssueLease,
@@ -68,6 +69,7 @@ STAMPS: tuple[Stamps, ...] = (
     Stamps(WipCapDenial, ("occurred_at",)),
     Stamps(Message, ("created_at",)),
     Stamps(Run, ("started_at",), ("finished_at",)),
+    Stamps(Event, ("occurred_at",)),
 )
 
 

@@ -4,6 +4,7 @@ Timestamps that take part in liveness or ordering are written by the database
 (``db_default=DbNow()``), so one clock judges every heartbeat (invariant 1).
 """
 
+from coordination.models.events import Event, EventType
 from coordination.models.holdings import (
     ClaimConflict,
     FileClaim,
@@ -39,6 +40,8 @@ __all__ = [
     "AgentSessionQuerySet",
     "ApiKey",
     "ClaimConflict",
+    "Event",
+    "EventType",
     "FileClaim",
     "HolderQuerySet",
     "Issue",

@@ -23,6 +23,8 @@ class Workspace(models.Model):
         settings.AUTH_USER_MODEL, blank=True, related_name="projektor_workspaces"
     )
     created_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    # The highest event id ``prune_events`` deleted: a cursor below it has missed events.
+    events_pruned_through = models.BigIntegerField(default=0, editable=False)
 
     def __str__(self) -> str:
         return self.slug

@@ -3,13 +3,18 @@
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
-
 from coordination import selectors
 from coordination.errors import SessionEnded
 from coordination.liveness import DbNow
-from coordination.models import Agent, AgentSession, ReleaseReason, Workspace, Worktree
-from coordination.services import file_claims, leases, sql, worktrees
+from coordination.models import (
+    Agent,
+    AgentSession,
+    EventType,
+    ReleaseReason,
+    Workspace,
+    Worktree,
+)
+from coordination.services import events, file_claims, leases, sql, worktrees
 from coordination.services.projects import reference_in
 from coordination.services.rows import dialect, execute, fetchone, take
 
@@ -25,7 +30,7 @@ def register_session(
     """Open a new session; an existing agent name is reused (role etc. updated if given)."""
     with reference_in("worktree"):
         worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
-    with transaction.atomic():
+    with events.change():
         agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
         changed = []
         for field, value in (("role", role), ("department", department), ("worktree", worktree)):
@@ -35,6 +40,7 @@ def register_session(
         if changed:
             agent.save(update_fields=changed)
         session = AgentSession.objects.create(workspace=workspace, agent=agent)
+        events.session_event(session, EventType.SESSION_REGISTERED)
     return selectors.sessions(workspace).get(pk=session.pk)
 
 
@@ -74,13 +80,14 @@ def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
     """Clean exit: release everything the session holds as ``agent_ended``.
 
     Ending twice is harmless; a crash is never recorded this way (invariant 7)."""
-    with transaction.atomic():
+    with events.change():
         session = selectors.get_session(workspace, session_id, in_url=True)
-        if session.status == AgentSession.Status.ACTIVE:
-            AgentSession.objects.filter(pk=session.pk).update(
-                status=AgentSession.Status.ENDED, ended_at=DbNow()
-            )
+        # Compare-and-set: of two ends of one session, one ends it and announces it.
+        if AgentSession.objects.filter(pk=session.pk, status=AgentSession.Status.ACTIVE).update(
+            status=AgentSession.Status.ENDED, ended_at=DbNow()
+        ):
             leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)
             worktrees.release_session_locks(session=session, reason=ReleaseReason.AGENT_ENDED)
+            events.session_event(session, EventType.SESSION_ENDED)
     return selectors.sessions(workspace).get(pk=session_id)

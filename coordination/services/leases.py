@@ -1,8 +1,7 @@
 """Issue leases: exclusive ownership of an issue, admitted by the project's WIP cap."""
 
 from dataclasses import dataclass
-
-from django.db import transaction
+from typing import Any
 
 from coordination import selectors
 from coordination.errors import (
@@ -16,21 +15,22 @@ from coordination.errors import (
 from coordination.models import (
     Agent,
     AgentSession,
+    EventType,
     Issue,
     IssueLease,
     ReleaseReason,
     WipCapDenial,
     Workspace,
 )
-from coordination.services import sql
-from coordination.services.common import release_if_holder_dead, release_unreleased
+from coordination.services import events, sql
+from coordination.services.common import release_if_holder_dead
 from coordination.services.locking import (
     lock_project,
     share_issue_nowait,
     share_lease_fence,
     share_lock_issue,
 )
-from coordination.services.rows import dialect, execute, fetchone
+from coordination.services.rows import dialect, execute, fetchall, fetchone, instance
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Claimed:
 
 def insert_lease_within_cap(
     *, workspace_id: int, issue: Issue, session: AgentSession, limit: int
-) -> int | None:
+) -> tuple[int, int] | None:
     """Insert the lease iff the project's live leases are below ``limit``.
 
     One statement: the count and the insert cannot be split by another claimer of
@@ -79,7 +79,7 @@ def insert_lease_within_cap(
             limit=limit,
         )
     )
-    return row[0] if row else None
+    return (int(row[0]), int(row[1])) if row else None
 
 
 def lease_held(lease: IssueLease) -> LeaseHeld:
@@ -101,7 +101,7 @@ def claim_issue(
     """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
-    with transaction.atomic():
+    with events.change():
         limit = lock_project(issue.project_id)
         status = share_lock_issue(issue.pk)
         if status in Issue.CLOSED_STATUSES:
@@ -124,21 +124,38 @@ def claim_issue(
             # holder either came back (the insert below meets its unreleased lease:
             # lease_held) or released it itself (e.g. with its fence) since we looked:
             # then the issue is free, and this claim takes it with the next fence.
-            release_if_holder_dead(current)
-        lease_id = insert_lease_within_cap(
+            if release_if_holder_dead(current):
+                events.lease_released(
+                    current,
+                    reason=ReleaseReason.EXPIRED,
+                    project_id=issue.project_id,
+                    by=events.holder(session.pk, session.agent.name),
+                )
+        inserted = insert_lease_within_cap(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )
-        if lease_id is None:
+        if inserted is None:
             raced = IssueLease.objects.unreleased().select_related("agent").filter(issue=issue)
             if (winner := raced.first()) is not None:  # the unique index said no, not the cap
                 raise lease_held(winner)
             record_denial(
                 workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
             )
-        elif assign:
-            # Last: it turns the issue's share into a row lock, held only to the commit.
-            assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
-    if lease_id is None:
+        else:
+            lease_id, fence = inserted
+            events.record(
+                workspace.pk,
+                EventType.LEASE_GRANTED,
+                project_id=issue.project_id,
+                issue_id=issue.pk,
+                session_id=session.pk,
+                agent_id=session.agent_id,
+                data={"lease": lease_id, "fence": fence},
+            )
+            if assign:
+                # Last: it turns the issue's share into a row lock, held only to the commit.
+                assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
+    if inserted is None:
         raise WipLimitReached(
             f"Project {issue.project.key} already has {limit} live leases.", limit=limit
         )
@@ -155,8 +172,9 @@ def assign_if_unassigned(*, issue_id: int, agent_id: int) -> bool:
 def record_denial(
     *, workspace: Workspace, issue: Issue, session: AgentSession | None, agent: Agent, limit: int
 ) -> WipCapDenial:
-    """The append-only record of a claim the WIP cap refused (invariants 3, 8)."""
-    return WipCapDenial.objects.create(
+    """The append-only record of a claim the WIP cap refused (invariants 3, 8), and
+    its ``wip.denied`` event. Call it inside ``events.change()``."""
+    denial = WipCapDenial.objects.create(
         workspace=workspace,
         project_id=issue.project_id,
         issue=issue,
@@ -164,6 +182,16 @@ def record_denial(
         agent=agent,
         limit=limit,
     )
+    events.record(
+        workspace.pk,
+        EventType.WIP_DENIED,
+        project_id=issue.project_id,
+        issue_id=issue.pk,
+        session_id=session.pk if session is not None else None,
+        agent_id=agent.pk,
+        data={"limit": limit},
+    )
+    return denial
 
 
 def release_issue(
@@ -180,19 +208,55 @@ def release_issue(
     """
     issue = selectors.get_issue(workspace, issue_id)
     session = selectors.get_session(workspace, session_id)
-    if fence is not None:
-        held = IssueLease.objects.filter(issue=issue, session=session, fence=fence)
-        if not release_unreleased(held, ReleaseReason.RELEASED):
-            if lease_fence(issue.pk) != fence:
+    with events.change():
+        released = release_leases(
+            reason=ReleaseReason.RELEASED,
+            project_id=issue.project_id,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            fence=fence,
+        )
+        if not released:
+            if fence is not None and lease_fence(issue.pk) != fence:
                 raise stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
-        return selectors.leases(workspace).get(issue=issue, fence=fence)
-    lease = IssueLease.objects.unreleased().filter(issue=issue, session=session).first()
-    if lease is None or not release_unreleased(
-        IssueLease.objects.filter(pk=lease.pk), ReleaseReason.RELEASED
-    ):
-        raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
-    return selectors.leases(workspace).get(pk=lease.pk)
+    return selectors.leases(workspace).get(pk=released[0].pk)
+
+
+def release_leases(
+    *,
+    reason: str,
+    project_id: int | None = None,
+    by: dict[str, Any] | None = None,
+    lease_id: int | None = None,
+    issue_id: int | None = None,
+    session_id: int | None = None,
+    fence: int | None = None,
+) -> list[IssueLease]:
+    """Release the unreleased leases matching every filter given with ``reason``, in
+    one compare-and-set statement, and announce each (``lease.released``, ``by``: who
+    took it). Call it inside ``events.change()``."""
+    statement = sql.release_leases(
+        dialect(),
+        reason=reason,
+        lease_id=lease_id,
+        issue_id=issue_id,
+        session_id=session_id,
+        fence=fence,
+    )
+    released = [instance(IssueLease, row) for row in fetchall(statement)]
+    projects: dict[int, int] = {}
+    if released and project_id is None:
+        projects = dict(
+            Issue.objects.filter(pk__in={lease.issue_id for lease in released}).values_list(
+                "id", "project_id"
+            )
+        )
+    for lease in released:
+        events.lease_released(
+            lease, reason=reason, project_id=project_id or projects.get(lease.issue_id), by=by
+        )
+    return released
 
 
 # --- fences ---------------------------------------------------------------------------
@@ -228,8 +292,8 @@ def stale_fence(*, issue_id: int, fence: int) -> StaleFence:
 
 
 def release_session_leases(*, session: AgentSession, reason: str) -> int:
-    return release_unreleased(IssueLease.objects.filter(session=session), reason)
+    return len(release_leases(reason=reason, session_id=session.pk))
 
 
 def release_issue_leases(*, issue: Issue, reason: str) -> int:
-    return release_unreleased(IssueLease.objects.filter(issue=issue), reason)
+    return len(release_leases(reason=reason, project_id=issue.project_id, issue_id=issue.pk))

@@ -80,6 +80,7 @@ from coordination.services.rows import dialect, fetchall, fetchone
 # ADVISORY_LOCK_KEYS habit).
 ADVISORY_LOCK_KEYS = {
     "file_claim_path": 0x50464C,  # "PFL"
+    "event_log": 0x50454C,  # "PEL": one per workspace, held by its event writer to commit
 }
 
 # PostgreSQL's lock_not_available, raised by NOWAIT.

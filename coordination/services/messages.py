@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
-from coordination.models import AgentSession, Message, Workspace
+from coordination.models import AgentSession, EventType, Issue, Message, Project, Workspace
+from coordination.services import events
 
 MAX_BODY_CHARS = 10_000
 SCOPE_KINDS = ("issue", "agent", "project")
@@ -74,15 +75,40 @@ def post_message(
 def record_message(
     *, workspace: Workspace, scope: str, body: str, session: AgentSession | None
 ) -> Message:
-    """Write a post whose scope and body the caller has already checked."""
-    message = Message.objects.create(
-        workspace=workspace,
-        scope=scope,
-        body=body,
-        session=session,
-        agent_id=session.agent_id if session is not None else None,
-    )
+    """Write a post whose scope and body the caller has already checked, and announce
+    it (``message.posted``, naming the scope's issue or project when it has one)."""
+    with events.change():
+        message = Message.objects.create(
+            workspace=workspace,
+            scope=scope,
+            body=body,
+            session=session,
+            agent_id=session.agent_id if session is not None else None,
+        )
+        kind, _, target = scope.partition(":")
+        events.record(
+            workspace.pk,
+            EventType.MESSAGE_POSTED,
+            project_id=scope_project(workspace, kind, target),
+            issue_id=int(target) if kind == "issue" else None,
+            session_id=message.session_id,
+            agent_id=message.agent_id,
+            data={"message": message.pk, "scope": scope},
+        )
     return selectors.messages(workspace).get(pk=message.pk)
+
+
+def scope_project(workspace: Workspace, kind: str, target: str) -> int | None:
+    """The project a scope belongs to: its issue's, or the project it names."""
+    if kind == "issue":
+        return Issue.objects.filter(pk=int(target)).values_list("project_id", flat=True).first()
+    if kind == "project":
+        return (
+            Project.objects.filter(workspace=workspace, key=target)
+            .values_list("id", flat=True)
+            .first()
+        )
+    return None
 
 
 def announce_override(

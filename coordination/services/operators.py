@@ -13,7 +13,6 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from coordination.errors import CoordinationError
-from coordination.liveness import DbNow
 from coordination.models import (
     AgentSession,
     ApiKey,
@@ -24,8 +23,9 @@ from coordination.models import (
     Run,
     WorktreeLock,
 )
-from coordination.services import agents, file_claims, messages, workflow
+from coordination.services import agents, events, file_claims, messages, workflow, worktrees
 from coordination.services.common import release_unreleased
+from coordination.services.leases import release_leases
 
 
 @dataclass
@@ -40,6 +40,11 @@ def tell_issue(issue: Issue, body: str) -> None:
     )
 
 
+def by_operator(operator: str) -> dict[str, str | None]:
+    """``by`` of an operator's force: no session or agent took it, a person did."""
+    return {"session": None, "agent": None, "operator": operator}
+
+
 def holder_name(row: IssueLease | FileClaim) -> str:
     agent = row.agent.name if row.agent is not None else "no agent"
     return f"{agent} (session {row.session_id})" if row.session_id else agent
@@ -49,10 +54,13 @@ def force_release_leases(*, leases: QuerySet[IssueLease], operator: str) -> Outc
     """Release each unreleased lease ``overridden`` and post it to the issue."""
     outcome = Outcome()
     for lease in leases.select_related("issue__workspace", "agent").order_by("pk"):
-        with transaction.atomic():
+        with events.change():
             # Compare-and-set: a lease released meanwhile keeps its first reason.
-            if not release_unreleased(
-                IssueLease.objects.filter(pk=lease.pk), ReleaseReason.OVERRIDDEN
+            if not release_leases(
+                reason=ReleaseReason.OVERRIDDEN,
+                project_id=lease.issue.project_id,
+                lease_id=lease.pk,
+                by=by_operator(operator),
             ):
                 outcome.refused.append(
                     f"lease {lease.pk} on issue {lease.issue_id}: already released"
@@ -83,8 +91,13 @@ def force_release_file_claims(*, claims: QuerySet[FileClaim], operator: str) -> 
     issues = {claim.issue_id: claim.issue for claim in selected}
     for issue_id, pks in pending.items():
         issue = issues[issue_id]
-        with transaction.atomic():
-            released = file_claims.release_claims(reason=ReleaseReason.OVERRIDDEN, ids=pks)
+        with events.change():
+            released = file_claims.release_claims(
+                reason=ReleaseReason.OVERRIDDEN,
+                workspace_id=issue.workspace_id,
+                ids=pks,
+                by=by_operator(operator),
+            )
             if released:
                 tell_issue(
                     issue,
@@ -103,11 +116,11 @@ def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str
     for lock in locks.select_related("worktree", "run__issue__workspace").order_by("pk"):
         name = f"lock on worktree {lock.worktree.slug}"
         reason = f"Worktree {lock.worktree.slug!r} was force-released by operator {operator}."
-        with transaction.atomic():
+        with events.change():
             # The run before its lock: the order finish_run takes them in (locking).
-            cancelled = lock.run_id is not None and Run.objects.filter(
-                pk=lock.run_id, status=Run.Status.RUNNING
-            ).update(status=Run.Status.CANCELLED, error_detail=reason, finished_at=DbNow())
+            cancelled = lock.run_id is not None and bool(
+                worktrees.cancel_runs(Run.objects.filter(pk=lock.run_id), detail=reason)
+            )
             if not release_unreleased(
                 WorktreeLock.objects.filter(pk=lock.pk), ReleaseReason.OVERRIDDEN
             ):

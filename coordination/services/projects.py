@@ -4,12 +4,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
 from coordination import selectors
 from coordination.errors import InvalidInput, InvalidTransition
-from coordination.models import Issue, Project, Workspace
-from coordination.services import workflow
+from coordination.models import EventType, Issue, Project, Workspace
+from coordination.services import events, workflow
 
 
 @contextmanager
@@ -36,7 +36,7 @@ def create_project(
     with reference_in("primary_worktree"):
         worktree = selectors.get_worktree(workspace, primary_worktree) if primary_worktree else None
     try:
-        with transaction.atomic():
+        with events.change():
             return Project.objects.create(
                 workspace=workspace,
                 key=key,
@@ -56,7 +56,7 @@ def update_project(*, workspace: Workspace, project: Project, changes: dict[str,
     for field, value in changes.items():
         setattr(project, field, value)
     try:
-        with transaction.atomic():
+        with events.change():
             project.save()
     except IntegrityError:
         raise InvalidInput(f"Project {project.key!r} already exists.", field="key") from None
@@ -89,7 +89,11 @@ def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
     issue = Issue(workspace=workspace, status=status, **values)
     if status == Issue.Status.TODO:
         workflow.check_ready(issue)
-    issue.save()
+    with events.change():
+        issue.save()
+        events.record(
+            workspace.pk, EventType.ISSUE_CREATED, project_id=issue.project_id, issue_id=issue.pk
+        )
     return issue
 
 

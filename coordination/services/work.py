@@ -18,8 +18,6 @@ lease (``released``), and ends the session (anything else it holds:
 
 from dataclasses import dataclass
 
-from django.db import transaction
-
 from coordination import selectors
 from coordination.errors import FileConflict, LeaseNotHeld, WipLimitReached
 from coordination.models import (
@@ -33,8 +31,7 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths
-from coordination.services import agents, file_claims, leases, messages, workflow
-from coordination.services.common import release_unreleased
+from coordination.services import agents, events, file_claims, leases, messages, workflow
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ def start_work(
     # The identity outlives a failed start (it is who the logs name); its session not.
     agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
     try:
-        with transaction.atomic():
+        with events.change():
             session = agents.register_session(
                 workspace=workspace,
                 agent_name=agent_name,
@@ -102,13 +99,14 @@ def start_work(
                 session=session,
             )
     except WipLimitReached as refused:
-        leases.record_denial(
-            workspace=workspace,
-            issue=issue,
-            session=None,
-            agent=agent,
-            limit=refused.extra["limit"],
-        )
+        with events.change():
+            leases.record_denial(
+                workspace=workspace,
+                issue=issue,
+                session=None,
+                agent=agent,
+                limit=refused.extra["limit"],
+            )
         raise
     except FileConflict as refused:
         contested = sorted({conflict["path"] for conflict in refused.extra["conflicts"]})
@@ -119,14 +117,23 @@ def start_work(
             .exclude(issue=issue)
             .order_by("path")
         )
-        file_claims.log_conflicts(
-            workspace=workspace,
-            issue=issue,
-            session=None,
-            agent=agent,
-            holders=list(holders),
-            forced=False,
-        )
+        with events.change():
+            file_claims.log_conflicts(
+                workspace=workspace,
+                issue=issue,
+                session=None,
+                agent=agent,
+                holders=list(holders),
+                forced=False,
+            )
+            file_claims.announce_refusal(
+                workspace=workspace,
+                issue=issue,
+                session=None,
+                agent=agent,
+                paths=checked_paths(paths or [], limit=MAX_PATHS),
+                conflicts=refused.extra["conflicts"],
+            )
         raise
     return Started(session=session, lease=lease, claims=claimed, message=message)
 
@@ -156,7 +163,7 @@ def finish_work(
             issue=issue, session=session, released_at__isnull=True
         ).values_list("path", flat=True)
     )
-    with transaction.atomic():
+    with events.change():
         if fence is not None:
             # Checked again under the issue's row lock (taken first, as the transition
             # below takes it): a claimer reclaims only while holding the issue FOR
@@ -172,10 +179,20 @@ def finish_work(
         )
         # A close has released them already (issue_closed); otherwise release them now.
         file_claims.release_claims(
-            reason=ReleaseReason.RELEASED, issue_id=issue.pk, session_id=session.pk
+            reason=ReleaseReason.RELEASED,
+            workspace_id=workspace.pk,
+            issue_id=issue.pk,
+            session_id=session.pk,
         )
         # Compare-and-set: a lease reclaimed meanwhile undoes the whole finish.
-        if not release_unreleased(held, ReleaseReason.RELEASED) and to not in Issue.CLOSED_STATUSES:
+        released = leases.release_leases(
+            reason=ReleaseReason.RELEASED,
+            project_id=issue.project_id,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            fence=fence,
+        )
+        if not released and to not in Issue.CLOSED_STATUSES:
             if fence is not None:
                 raise leases.stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} no longer holds issue {issue.pk}.")

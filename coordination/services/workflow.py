@@ -2,12 +2,10 @@
 
 from typing import Any
 
-from django.db import transaction
-
 from coordination import selectors
 from coordination.errors import Forbidden, InvalidTransition
-from coordination.models import Issue, IssueLease, ReleaseReason, Workspace
-from coordination.services import file_claims, leases, messages
+from coordination.models import EventType, Issue, IssueLease, ReleaseReason, Workspace
+from coordination.services import events, file_claims, leases, messages
 
 S = Issue.Status
 
@@ -127,10 +125,17 @@ def transition_issue(
     A ``report`` is recorded on the issue and posted to it; entering ``in_review`` or
     ``done`` needs one if the issue was ever leased (``missing: ["report"]``).
     """
-    with transaction.atomic():
+    with events.change():
         issue = selectors.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
         check_report(issue, to, report)
+        events.record(
+            workspace.pk,
+            EventType.ISSUE_TRANSITIONED,
+            project_id=issue.project_id,
+            issue_id=issue.pk,
+            data={"from": issue.status, "to": to},
+        )
         issue.status = to
         changed = ["status", "updated_at"]
         if report is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, assert_never
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
 from coordination import selectors
 from coordination.errors import (
@@ -26,15 +26,15 @@ from coordination.liveness import DbNow
 from coordination.models import (
     Agent,
     AgentSession,
+    EventType,
     Issue,
-    IssueLease,
     ReleaseReason,
     Run,
     Workspace,
     Worktree,
     WorktreeLock,
 )
-from coordination.services import leases, sql
+from coordination.services import events, leases, sql
 from coordination.services.common import release_if_holder_dead, release_unreleased
 from coordination.services.locking import lock_worktree
 from coordination.services.rows import dialect, fetchone
@@ -46,7 +46,7 @@ def create_worktree(
     *, workspace: Workspace, slug: str, name: str, path: str = "", branch: str = ""
 ) -> Worktree:
     try:
-        with transaction.atomic():
+        with events.change():
             return Worktree.objects.create(
                 workspace=workspace, slug=slug, name=name, path=path, branch=branch
             )
@@ -235,7 +235,7 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
         error.extra["run"] = run.pk
         raise
     busy: WorktreeBusy | None = None
-    with transaction.atomic():
+    with events.change():
         run = Run.objects.create(
             workspace=workspace,
             issue=issue,
@@ -253,6 +253,16 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
                 pass
             case _:
                 assert_never(lock)
+        if busy is None:
+            run_event(
+                run,
+                EventType.RUN_DISPATCHED,
+                project_id=issue.project_id,
+                data={
+                    "lock_mode": run.lock_mode,
+                    "worktree": run.worktree.slug if run.worktree is not None else None,
+                },
+            )
     if busy is not None:
         raise busy
     return selectors.runs(workspace).get(pk=run.pk)
@@ -273,12 +283,14 @@ def record_unresolved(
     *, workspace: Workspace, issue: Issue, session: AgentSession, error: WorktreeUnresolved
 ) -> Run:
     """Release the lease and record the skipped run, committed before the 422."""
-    with transaction.atomic():
-        release_unreleased(
-            IssueLease.objects.filter(issue=issue, session=session),
-            ReleaseReason.WORKTREE_UNRESOLVED,
+    with events.change():
+        leases.release_leases(
+            reason=ReleaseReason.WORKTREE_UNRESOLVED,
+            project_id=issue.project_id,
+            issue_id=issue.pk,
+            session_id=session.pk,
         )
-        return Run.objects.create(
+        run = Run.objects.create(
             workspace=workspace,
             issue=issue,
             session=session,
@@ -290,6 +302,30 @@ def record_unresolved(
             error_detail=error.detail,
             finished_at=DbNow(),
         )
+        run_event(
+            run,
+            EventType.RUN_NOT_STARTED,
+            project_id=issue.project_id,
+            data={"error": Run.Error.WORKTREE_UNRESOLVED},
+        )
+    return run
+
+
+def run_event(
+    run: Run, type: str, *, project_id: int | None = None, data: dict[str, Any]
+) -> None:
+    """A run's event: ``data`` and the run's id, for its issue, session and agent."""
+    if project_id is None:
+        project_id = Issue.objects.values_list("project_id", flat=True).get(pk=run.issue_id)
+    events.record(
+        run.workspace_id,
+        type,
+        project_id=project_id,
+        issue_id=run.issue_id,
+        session_id=run.session_id,
+        agent_id=run.agent_id,
+        data={"run": run.pk, **data},
+    )
 
 
 def record_busy(*, run: Run, worktree: Worktree, holder: WorktreeLock | None) -> WorktreeBusy:
@@ -305,6 +341,7 @@ def record_busy(*, run: Run, worktree: Worktree, holder: WorktreeLock | None) ->
         error_detail=detail,
         finished_at=DbNow(),
     )
+    run_event(run, EventType.RUN_NOT_STARTED, data={"error": Run.Error.WORKTREE_BUSY})
     return WorktreeBusy(detail, holder=named, run=run.pk)
 
 
@@ -324,7 +361,7 @@ def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | 
     """
     if outcome not in (Run.Status.SUCCEEDED, Run.Status.FAILED):
         raise InvalidInput(f"Outcome must be succeeded or failed, not {outcome!r}.")
-    with transaction.atomic():
+    with events.change():
         finished = Run.objects.filter(
             workspace=workspace, pk=run_id, status=Run.Status.RUNNING
         ).update(status=outcome, finished_at=DbNow())
@@ -336,7 +373,9 @@ def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | 
             release_unreleased(locks, ReleaseReason.RELEASED)
         elif not release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED):
             raise stale_lock_fence(run_id=run_id, fence=fence)  # rolls the finish back
-    return selectors.runs(workspace).get(pk=run_id)
+        run = selectors.runs(workspace).get(pk=run_id)
+        run_event(run, EventType.RUN_FINISHED, data={"outcome": outcome})
+    return run
 
 
 def stale_lock_fence(*, run_id: int, fence: int) -> StaleFence:
@@ -365,9 +404,22 @@ def release_session_locks(*, session: AgentSession, reason: str) -> int:
     ``expired`` by the next dispatcher): a crash is not recorded as an exit, and a
     revived session may still finish them.
     """
-    Run.objects.filter(session=session, status=Run.Status.RUNNING).update(
-        status=Run.Status.CANCELLED,
-        error_detail=f"Session {session.pk} ended while the run was running.",
-        finished_at=DbNow(),
+    cancel_runs(
+        Run.objects.filter(session=session, status=Run.Status.RUNNING),
+        detail=f"Session {session.pk} ended while the run was running.",
     )
     return release_unreleased(WorktreeLock.objects.filter(session=session), reason)
+
+
+def cancel_runs(runs: Any, *, detail: str) -> list[int]:
+    """End the running runs of ``runs`` ``cancelled`` with ``detail`` and announce each
+    (``run.finished``); return their ids. Inside ``events.change()``."""
+    cancelled = []
+    for run in runs.filter(status=Run.Status.RUNNING).order_by("pk"):
+        # Compare-and-set per run: a run finished meanwhile keeps its outcome.
+        if Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+            status=Run.Status.CANCELLED, error_detail=detail, finished_at=DbNow()
+        ):
+            run_event(run, EventType.RUN_FINISHED, data={"outcome": Run.Status.CANCELLED})
+            cancelled.append(run.pk)
+    return cancelled

@@ -9,6 +9,7 @@ issue, but its claimer need not hold that issue's lease. ``claim`` takes them,
 from coordination.paths import MAX_CHECK_PATHS, MAX_PATHS
 from coordination.services.file_claims.claim import (
     ClaimedFiles,
+    announce_refusal,
     claim_files,
     file_conflict,
     log_conflicts,
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_CHECK_PATHS",
     "MAX_PATHS",
     "ClaimedFiles",
+    "announce_refusal",
     "claim_files",
     "file_conflict",
     "log_conflicts",

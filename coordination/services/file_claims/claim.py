@@ -13,8 +13,7 @@ reported as a conflict — never a partial claim, never an ``IntegrityError``.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from django.db import transaction
+from typing import Any
 
 from coordination.errors import (
     FileConflict,
@@ -23,10 +22,18 @@ from coordination.errors import (
     NotFound,
     SessionNotLive,
 )
-from coordination.models import Agent, AgentSession, FileClaim, Issue, ReleaseReason, Workspace
+from coordination.models import (
+    Agent,
+    AgentSession,
+    EventType,
+    FileClaim,
+    Issue,
+    ReleaseReason,
+    Workspace,
+)
 from coordination.paths import MAX_PATHS, checked_paths
 from coordination.selectors import Holder
-from coordination.services import leases, locking, messages, sql
+from coordination.services import events, leases, locking, messages, sql
 from coordination.services.common import release_if_holder_dead
 from coordination.services.file_claims.release import release_claims
 from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
@@ -147,6 +154,28 @@ def log_conflicts(
     execute(sql.insert_conflicts(dialect(), workspace_id=workspace.pk, rows=rows, forced=forced))
 
 
+def announce_refusal(
+    *,
+    workspace: Workspace,
+    issue: Issue,
+    session: AgentSession | None,
+    paths: list[str],
+    conflicts: list[dict[str, Any]],
+    agent: Agent | None = None,
+) -> None:
+    """``claims.refused``: the requested paths and the 409's conflict entries, written
+    with the conflict rows (the refusal's own log)."""
+    events.record(
+        workspace.pk,
+        EventType.CLAIMS_REFUSED,
+        project_id=issue.project_id,
+        issue_id=issue.pk,
+        session_id=session.pk if session is not None else None,
+        agent_id=session.agent_id if session is not None else (agent.pk if agent else None),
+        data={"paths": paths, "conflicts": conflicts},
+    )
+
+
 def file_conflict(
     conflicts: list[Holder], *, requested: int, detail: str | None = None
 ) -> FileConflict:
@@ -156,6 +185,25 @@ def file_conflict(
         "nothing was claimed.",
         conflicts=[holder.as_dict() for holder in conflicts],
     )
+
+
+def released_claims(claims: list[FileClaim]) -> list[sql.ReleasedClaim]:
+    """The holders of reclaimed claims, with their issues' projects (for the event)."""
+    projects = dict(
+        Issue.objects.filter(pk__in={claim.issue_id for claim in claims}).values_list(
+            "id", "project_id"
+        )
+    )
+    return [
+        sql.ReleasedClaim(
+            path=claim.path,
+            issue_id=claim.issue_id,
+            session_id=claim.session_id,
+            agent_id=claim.agent_id,
+            project_id=projects.get(claim.issue_id),
+        )
+        for claim in claims
+    ]
 
 
 # --- claim --------------------------------------------------------------------------------
@@ -228,7 +276,7 @@ def _attempt(
     force: bool,
     fence: int | None = None,
 ) -> ClaimedFiles | _Refused:
-    with transaction.atomic():
+    with events.change():
         if fence is not None:
             # Lease, then issue, before the path locks (locking): a refusal has
             # written nothing, and the lease cannot be reclaimed under this claim.
@@ -258,13 +306,28 @@ def _attempt(
         if contested and not force:
             # Commit the conflict log only: dead holders are left for the next
             # successful claim, so a refusal changes nothing else (invariant 6).
+            announce_refusal(
+                workspace=workspace,
+                issue=issue,
+                session=session,
+                paths=paths,
+                conflicts=[holder.as_dict() for holder in holders],
+            )
             return _Refused(conflicts=holders)
+        taker = events.holder(session.pk, session.agent.name) if session is not None else None
         for claim in dead:
             if not release_if_holder_dead(claim, sessionless_is_dead=False):
                 raise _Raced  # revived by a heartbeat since we looked
+        if dead:
+            events.claims_released(
+                workspace.pk, released_claims(dead), reason=ReleaseReason.EXPIRED, by=taker
+            )
         if contested:
             overridden = release_claims(
-                reason=ReleaseReason.OVERRIDDEN, ids=[claim.pk for claim in contested]
+                reason=ReleaseReason.OVERRIDDEN,
+                workspace_id=workspace.pk,
+                ids=[claim.pk for claim in contested],
+                by=taker,
             )
             if len(overridden) != len(contested):
                 raise _Raced
@@ -281,6 +344,16 @@ def _attempt(
         )
         if len(inserted) != len(fresh):
             raise _Raced  # a path was taken after our locks: roll back the whole attempt
+        if inserted:
+            events.record(
+                workspace.pk,
+                EventType.CLAIMS_GRANTED,
+                project_id=issue.project_id,
+                issue_id=issue.pk,
+                session_id=session.pk if session is not None else None,
+                agent_id=session.agent_id if session is not None else None,
+                data={"paths": [claim.path for claim in inserted]},
+            )
         return ClaimedFiles(
             claims=sorted(kept + inserted, key=lambda claim: claim.path),
             reclaimed=[claim.path for claim in dead],

@@ -1,11 +1,12 @@
 """Releasing file claims: one path-ordered statement for every kind of release."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from coordination import selectors
 from coordination.models import AgentSession, Issue, ReleaseReason, Workspace
 from coordination.paths import MAX_PATHS, checked_paths
-from coordination.services import sql
+from coordination.services import events, sql
 from coordination.services.rows import dialect, fetchall
 
 
@@ -17,11 +18,14 @@ def release_claims(
     session_id: int | None = None,
     paths: list[str] | None = None,
     ids: list[int] | None = None,
+    by: dict[str, Any] | None = None,
 ) -> list[str]:
     """Release, with ``reason``, the unreleased claims that match every filter given;
-    return their paths, sorted. The rows are locked in path order (the order claimers
+    return their paths, sorted, and announce one ``claims.released`` per holder
+    (``by``: who took them). The rows are locked in path order (the order claimers
     lock them in), so a release and a claim of the same paths queue instead of
-    deadlocking (``coordination.services.locking``)."""
+    deadlocking (``coordination.services.locking``). Call it inside ``events.change()``.
+    """
     statement = sql.release_claims(
         dialect(),
         reason=reason,
@@ -31,7 +35,16 @@ def release_claims(
         paths=paths,
         ids=ids,
     )
-    return sorted(path for (path,) in fetchall(statement))
+    released = [sql.ReleasedClaim(*row[:5]) for row in fetchall(statement)]
+    if released:
+        events.claims_released(workspace_of(released, workspace_id), released, reason=reason, by=by)
+    return sorted(claim.path for claim in released)
+
+
+def workspace_of(released: list[sql.ReleasedClaim], workspace_id: int | None) -> int:
+    if workspace_id is not None:
+        return workspace_id
+    return int(Issue.objects.values_list("workspace_id", flat=True).get(pk=released[0].issue_id))
 
 
 def release_files(
@@ -44,17 +57,18 @@ def release_files(
     """Release the issue's claims as ``released``: on ``paths`` (all if None), and
     only ``session``'s when given. Paths the issue does not hold are ignored.
 
-    One statement; the issue and session are looked up only when nothing was
-    released, to tell "nothing held" from "no such issue or session".
+    One statement and its event; the issue and session are looked up only when
+    nothing was released, to tell "nothing held" from "no such issue or session".
     """
     wanted = checked_paths(paths, limit=MAX_PATHS) if paths is not None else None
-    released = release_claims(
-        reason=ReleaseReason.RELEASED,
-        workspace_id=workspace.pk,
-        issue_id=issue_id,
-        session_id=session_id,
-        paths=wanted,
-    )
+    with events.change():
+        released = release_claims(
+            reason=ReleaseReason.RELEASED,
+            workspace_id=workspace.pk,
+            issue_id=issue_id,
+            session_id=session_id,
+            paths=wanted,
+        )
     if not released:
         selectors.get_issue(workspace, issue_id)
         if session_id is not None:
@@ -63,8 +77,10 @@ def release_files(
 
 
 def release_session_claims(*, session: AgentSession, reason: str) -> int:
-    return len(release_claims(reason=reason, session_id=session.pk))
+    return len(
+        release_claims(reason=reason, workspace_id=session.workspace_id, session_id=session.pk)
+    )
 
 
 def release_issue_claims(*, issue: Issue, reason: str) -> int:
-    return len(release_claims(reason=reason, issue_id=issue.pk))
+    return len(release_claims(reason=reason, workspace_id=issue.workspace_id, issue_id=issue.pk))

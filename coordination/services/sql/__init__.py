@@ -26,6 +26,7 @@ from coordination.services.sql.base import (
     CLAIM,
     COLUMNS,
     CONFLICT,
+    EVENT,
     ISSUE,
     LEASE,
     LOG_UNLOCK,
@@ -39,8 +40,10 @@ from coordination.services.sql.base import (
     columns,
     placeholders,
 )
+from coordination.services.sql.events import CHANNEL, EventRow, insert_events
 from coordination.services.sql.file_claims import (
     ConflictRow,
+    ReleasedClaim,
     advisory_locks,
     claim_issue_status,
     insert_claims,
@@ -56,6 +59,7 @@ from coordination.services.sql.leases import (
     lease_fence,
     project_wip_limit,
     release_if_holder_dead,
+    release_leases,
     share_issue_nowait,
     workspace_issue,
 )
@@ -78,16 +82,20 @@ from coordination.services.sql.worktrees import (
 
 __all__ = [
     "AGENT",
+    "CHANNEL",
     "API_KEY",
     "CLAIM",
     "COLUMNS",
     "CONFLICT",
     "ConflictRow",
     "Dialect",
+    "EVENT",
+    "EventRow",
     "ISSUE",
     "LEASE",
     "LOG_UNLOCK",
     "PROJECT",
+    "ReleasedClaim",
     "SESSION",
     "Statement",
     "WORKSPACE",
@@ -105,6 +113,7 @@ __all__ = [
     "heartbeat",
     "insert_claims",
     "insert_conflicts",
+    "insert_events",
     "insert_lease_within_cap",
     "insert_worktree_lock",
     "issue_status",
@@ -116,6 +125,7 @@ __all__ = [
     "project_wip_limit",
     "release_claims",
     "release_if_holder_dead",
+    "release_leases",
     "session_is_live",
     "share_claim_issues",
     "share_issue_nowait",

@@ -21,6 +21,7 @@ CLAIM = "issue_file_claims"
 CONFLICT = "claim_conflicts"
 WORKTREE_LOCK = "coordination_worktreelock"
 LOG_UNLOCK = "projektor_log_unlock"
+EVENT = "coordination_event"
 
 # Every concrete column of each model, in the model's field order: rows read with these
 # become fully loaded model instances (``rows.instance``), never half-loaded ones whose
@@ -29,7 +30,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     API_KEY: (
         "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
     ),
-    WORKSPACE: ("id", "slug", "name", "created_at"),
+    WORKSPACE: ("id", "slug", "name", "created_at", "events_pruned_through"),
     WORKTREE: ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
     PROJECT: (
         "id", "workspace_id", "key", "name", "agent_wip_limit", "primary_worktree_id",

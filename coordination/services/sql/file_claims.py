@@ -92,6 +92,17 @@ def insert_claims(
 
 
 @dataclass(frozen=True)
+class ReleasedClaim:
+    """A claim ``release_claims`` released: its path and who held it."""
+
+    path: str
+    issue_id: int
+    session_id: int | None
+    agent_id: int | None
+    project_id: int | None = None
+
+
+@dataclass(frozen=True)
 class ConflictRow:
     """One contested path: who asked (rejected) and who held it (holding)."""
 
@@ -141,9 +152,10 @@ def release_claims(
     paths: list[str] | None = None,
     ids: list[int] | None = None,
 ) -> Statement:
-    """Release the unreleased claims matching every given filter, returning their
-    paths. The rows are locked in path order first, the order claimers lock them in,
-    so a release and a claim of the same paths queue instead of deadlocking."""
+    """Release the unreleased claims matching every given filter, returning each one's
+    ``ReleasedClaim`` columns (its holder, for the event log). The rows are locked in
+    path order first, the order claimers lock them in, so a release and a claim of the
+    same paths queue instead of deadlocking."""
     conditions = ["released_at IS NULL"]
     params: list[Any] = []
     for column, value in (
@@ -162,6 +174,7 @@ def release_claims(
         f"UPDATE {CLAIM} SET released_at = {d.now()}, release_reason = %s"
         f" WHERE released_at IS NULL AND id IN (SELECT id FROM {CLAIM}"
         f" WHERE {' AND '.join(conditions)} ORDER BY path{d.lock('FOR UPDATE')})"
-        " RETURNING path",
+        f" RETURNING path, issue_id, session_id, agent_id,"
+        f" (SELECT project_id FROM {ISSUE} WHERE id = {CLAIM}.issue_id)",
         [reason, *params],
     )

@@ -63,7 +63,7 @@ def insert_lease_within_cap(
                WHERE i.project_id = %s AND l.released_at IS NULL
                  AND {d.live("s")}) < %s
         ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
-        RETURNING id
+        RETURNING id, fence
         """,
         [workspace_id, issue_id, session_id, agent_id, issue_id, project_id, limit],
     )
@@ -106,4 +106,33 @@ def release_if_holder_dead(
                 WHERE s.id = {table}.session_id AND {d.live("s")}))
         """,
         [reason, row_id],
+    )
+
+
+def release_leases(
+    d: Dialect,
+    *,
+    reason: str,
+    lease_id: int | None = None,
+    issue_id: int | None = None,
+    session_id: int | None = None,
+    fence: int | None = None,
+) -> Statement:
+    """Compare-and-set release of the unreleased leases matching every given filter,
+    returning them (invariant 7: a lease released meanwhile keeps its first reason)."""
+    conditions = ["released_at IS NULL"]
+    params: list[object] = [reason]
+    for column, value in (
+        ("id", lease_id),
+        ("issue_id", issue_id),
+        ("session_id", session_id),
+        ("fence", fence),
+    ):
+        if value is not None:
+            conditions.append(f"{column} = %s")
+            params.append(value)
+    return (
+        f"UPDATE {LEASE} SET released_at = {d.now()}, release_reason = %s"
+        f" WHERE {' AND '.join(conditions)} RETURNING {columns(LEASE, LEASE)}",
+        params,
     )

@@ -31,7 +31,7 @@ def test_the_panels_show_this_issues_claims_conflicts_and_messages(
     file_claims.claim_files(
         workspace=workspace, issue_id=mine.pk, paths=["b.py", "a.py"], session_id=session.pk
     )
-    file_claims.release_claims(reason="released", ids=[FileClaim.objects.get(path="b.py").pk])
+    file_claims.release_files(workspace=workspace, issue_id=mine.pk, paths=["b.py"])
     contested(workspace, mine, theirs, session, paths=["held.py"])
     contested(workspace, theirs, mine, session, paths=["a.py"])
     messages.record_message(

@@ -1,0 +1,183 @@
+"""Reading the event log: by cursor, waiting for what comes next (invariant 12).
+
+``read`` answers the events after a cursor, in id order. Why following ``next`` never
+skips an event is the writers' side of the guarantee (``coordination.services.events``:
+within a workspace ids are handed out in commit order), so one statement's snapshot
+that shows event *n* shows every earlier event of the workspace that will ever exist.
+
+``wait_for`` holds a request until an event arrives or its wait ends, holding no
+database connection or transaction while it waits: it closes the connection and sleeps
+on a condition that a commit wakes. A commit through this process wakes it at once
+(``on_commit``); a commit through another app server wakes it through PostgreSQL's
+``LISTEN/NOTIFY``, heard by one listener thread per process; SQLite has no notifications,
+so there the wait re-reads every quarter of a second.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from django.db import connection, connections
+from psycopg.conninfo import make_conninfo
+
+from coordination.models import Event, Workspace
+from coordination.services import sql
+
+log = logging.getLogger(__name__)
+
+MAX_LIMIT = 1000
+MAX_WAIT_SECONDS = 30
+# Without a notification (SQLite, or PostgreSQL while the listener reconnects): re-read
+# this often. With one, re-read anyway now and then, in case a notification was lost.
+POLL_SECONDS = 0.25
+LISTENING_POLL_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """The ``/events/`` filters, already resolved to ids (None: any)."""
+
+    types: frozenset[str] | None = None
+    project_id: int | None = None
+    issue_id: int | None = None
+    agent_id: int | None = None
+    session_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    events: list[Event]
+    next: int
+    missed: bool
+
+
+def read(workspace: Workspace, *, after: int, filters: EventFilter, limit: int) -> Page:
+    """The workspace's events with id > ``after`` that pass ``filters``, in id order.
+
+    The events are read first and the prune watermark after: a prune that committed
+    before the first read is seen by the second, so ``missed`` is never lost."""
+    rows = Event.objects.filter(workspace_id=workspace.pk, id__gt=after)
+    if filters.types is not None:
+        rows = rows.filter(type__in=sorted(filters.types))
+    for column, value in (
+        ("project_id", filters.project_id),
+        ("issue_id", filters.issue_id),
+        ("agent_id", filters.agent_id),
+        ("session_id", filters.session_id),
+    ):
+        if value is not None:
+            rows = rows.filter(**{column: value})
+    found = list(rows.select_related("project", "agent").order_by("id")[:limit])
+    pruned = (
+        Workspace.objects.filter(pk=workspace.pk)
+        .values_list("events_pruned_through", flat=True)
+        .get()
+    )
+    missed = after < pruned
+    # With none found but some pruned, past those: the next read does not report them again.
+    next_after = found[-1].pk if found else (max(after, pruned) if missed else after)
+    return Page(events=found, next=next_after, missed=missed)
+
+
+def wait_for(
+    read_page: Callable[[], Page], *, seconds: float, deadline: float | None = None
+) -> Page:
+    """``read_page()`` until it finds events or ``seconds`` have passed."""
+    end = deadline if deadline is not None else time.monotonic() + seconds
+    while True:
+        seen = wakeups.generation()  # before the read: a commit after it is not missed
+        page = read_page()
+        remaining = end - time.monotonic()
+        if page.events or page.missed or remaining <= 0:
+            return page
+        release_connection()
+        wakeups.wait(seen, timeout=min(remaining, wakeups.poll_seconds()))
+
+
+def release_connection() -> None:
+    """Give the database connection back before sleeping (unless a transaction that
+    is not ours holds it, as a test's does)."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def wake(workspace_ids: Iterable[int]) -> None:
+    """Called after a commit that wrote events (``services.events``)."""
+    wakeups.wake()
+
+
+class Wakeups:
+    """One per process: a generation counter that commits bump, waiters sleep on."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._generation = 0
+        self._listener: threading.Thread | None = None
+        self.listening = False
+
+    def generation(self) -> int:
+        with self._condition:
+            return self._generation
+
+    def wake(self) -> None:
+        with self._condition:
+            self._generation += 1
+            self._condition.notify_all()
+
+    def wait(self, seen: int, *, timeout: float) -> None:
+        self.ensure_listener()
+        with self._condition:
+            self._condition.wait_for(lambda: self._generation != seen, timeout=timeout)
+
+    def poll_seconds(self) -> float:
+        return LISTENING_POLL_SECONDS if self.listening else POLL_SECONDS
+
+    def ensure_listener(self) -> None:
+        """Start the PostgreSQL listener on first use (after gunicorn forked us)."""
+        if connection.vendor != "postgresql":
+            return
+        with self._condition:
+            if self._listener is not None and self._listener.is_alive():
+                return
+            self._listener = threading.Thread(
+                target=self._listen, name="projektor-events-listener", daemon=True
+            )
+            self._listener.start()
+
+    def _listen(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                with psycopg.connect(conninfo(), autocommit=True) as listener:
+                    listener.execute(f"LISTEN {sql.CHANNEL}")
+                    self.listening = True
+                    self.wake()  # anything committed before LISTEN: waiters re-read
+                    backoff = 0.5
+                    for _ in listener.notifies():
+                        self.wake()
+            except psycopg.Error as error:
+                log.warning("event listener lost its connection (%s); reconnecting", error)
+            finally:
+                self.listening = False
+            time.sleep(backoff)  # the database is down: try again, less often each time
+            backoff = min(backoff * 2, 10.0)
+
+
+def conninfo() -> str:
+    """The default database's connection parameters, for the listener's own connection."""
+    settings = connections["default"].settings_dict
+    params: dict[str, Any] = {"dbname": settings["NAME"]}
+    for key, name in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host")):
+        if settings.get(key):
+            params[name] = settings[key]
+    if settings.get("PORT"):
+        params["port"] = int(settings["PORT"])
+    params["connect_timeout"] = 5
+    return make_conninfo(**params)
+
+
+wakeups = Wakeups()
