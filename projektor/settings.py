@@ -360,6 +360,12 @@ SPECTACULAR_SETTINGS = {
             "each other, and what Projektor tells them (a forced claim, a report).",
         },
         {
+            "name": "Events",
+            "description": "The log of everything that happened, in commit order: read it by "
+            "cursor (`after`, then each answer's `next`), wait for what comes next (`wait`), "
+            "or stream it (Server-Sent Events). Never misses an event (invariant 12).",
+        },
+        {
             "name": "Worktrees and runs",
             "description": "Checkouts, and the runs of issues on them: a run that needs "
             "a filesystem locks one worktree exclusively (invariant 10).",

@@ -8,7 +8,12 @@ from typing import Any
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -17,6 +22,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from coordination import feed, selectors
+from coordination.api import examples as x
 from coordination.api.auth import workspace_of
 from coordination.api.serializers.events import (
     EventPageSerializer,
@@ -166,7 +172,15 @@ class EventStreamView(APIView):
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR, description="The stream of event frames."
+                OpenApiTypes.STR,
+                description="The stream of event frames.",
+                examples=[
+                    OpenApiExample(
+                        "one event, then a keep-alive",
+                        value=frame(812, "lease.released", x.EVENT) + ": keep-alive\n\n",
+                        response_only=True,
+                    )
+                ],
             )
         },
     )

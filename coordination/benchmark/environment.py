@@ -22,6 +22,7 @@ def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectT
         connect=direct_connect_arguments(connection.settings_dict),
         key_hash=bench.key_hash,
         advisory_namespace=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
+        event_namespace=locking.ADVISORY_LOCK_KEYS["event_log"],
         lock_keys={path: locking.path_lock_key(bench.pk, path) for path in paths},
         client_side_binding=options.get("server_side_binding") is not True,
         prepare_threshold=options.get("prepare_threshold"),

@@ -20,6 +20,7 @@ class DirectTarget:
     connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
     key_hash: str  # coordination.models.hash_api_key(raw key)
     advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
+    event_namespace: int  # locking.ADVISORY_LOCK_KEYS["event_log"]
     # locking.path_lock_key(workspace, path) for every path an agent may claim.
     lock_keys: dict[str, int] = field(default_factory=dict)
     client_side_binding: bool = True  # Django's default cursor (ClientCursor)
@@ -46,6 +47,7 @@ class DirectConnection:
         self.connection: Any = None
         self.sent = 0
         self.session_id = 0
+        self.project_id = 0  # the claimed issue's, read by claim_paths
         self.workspace_id = plan.workspace_id
         self.translated: dict[str, str] = {}
         self.now = self.dialect.now()

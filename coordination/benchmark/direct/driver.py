@@ -144,31 +144,57 @@ class DirectDriver(DirectConnection):
                 self.dialect, issue_id=self.plan.issue_id, agent_id=self.plan.agent_id
             )
         )
+        self.write_event(
+            "lease.granted", project_id=project_id, data={"lease": row[0], "fence": row[1]}
+        )
         return int(row[0])
+
+    def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
+        """events.change: the transaction's events, its last statement."""
+        self.send(
+            sql.insert_events(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                serial_namespace=self.target.event_namespace,
+                rows=[
+                    sql.EventRow(
+                        type=type,
+                        project_id=project_id,
+                        issue_id=self.plan.issue_id,
+                        session_id=self.session_id,
+                        agent_id=self.plan.agent_id,
+                        data=data,
+                    )
+                ],
+            )
+        ).fetchall()
 
     def release_issue(self) -> str:
         return self.answer(self.release_lease)
 
     def release_lease(self) -> str:
-        """leases.release_issue, without a fence."""
+        """leases.release_issue, without a fence: one compare-and-set and its event."""
         self.active_key()
-        self.get_issue()
+        project_id = self.get_issue()
         self.get_session()
-        row = self.run(
-            f"SELECT {LEASE} FROM issue_leases l WHERE l.released_at IS NULL"
-            " AND l.issue_id = %s AND l.session_id = %s ORDER BY l.id ASC LIMIT 1",
-            [self.plan.issue_id, self.session_id],
-        ).fetchone()
-        if row is None:
-            raise Refused("409 lease_not_held")
-        released = self.run(  # common.release_unreleased (ORM)
-            f"UPDATE issue_leases SET released_at = {self.now}, release_reason = 'released'"
-            " WHERE id = %s AND released_at IS NULL",
-            [row[0]],
-        ).rowcount
-        if not released:
-            raise Refused("409 lease_not_held")
-        self.lease_as_shown(int(row[0]))
+        with self.transaction():
+            released = self.send(  # leases.release_leases
+                sql.release_leases(
+                    self.dialect,
+                    reason="released",
+                    issue_id=self.plan.issue_id,
+                    session_id=self.session_id,
+                )
+            ).fetchall()
+            if not released:
+                raise Refused("409 lease_not_held")
+            lease_id, fence = released[0][0], released[0][-1]
+            self.write_event(
+                "lease.released",
+                project_id=project_id,
+                data={"lease": lease_id, "fence": fence, "reason": "released"},
+            )
+        self.lease_as_shown(int(lease_id))
         return "200"
 
     # --- file claims ---------------------------------------------------------------------
@@ -184,6 +210,7 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if row is None:
             raise Refused("404")
+        self.project_id = int(row[2])  # sql.COLUMNS[ISSUE]: id, workspace_id, project_id
         with self.transaction():
             return self.attempt_claim(paths)
 
@@ -210,6 +237,17 @@ class DirectDriver(DirectConnection):
         kept = {row[5] for row in holders if row[2] == issue_id}
         if contested:
             self.log_conflicts(contested)
+            self.write_event(  # file_claims.announce_refusal
+                "claims.refused",
+                project_id=self.project_id,
+                data={
+                    "paths": paths,
+                    "conflicts": [
+                        {"path": row[5], "issue": row[2], "session": row[3], "agent": None}
+                        for row in contested
+                    ],
+                },
+            )
             return "conflict"  # committed: the conflict log stays, nothing else changed
         fresh = [path for path in paths if path not in kept]
         inserted = self.send(  # file_claims.insert_claims
@@ -224,6 +262,12 @@ class DirectDriver(DirectConnection):
         ).fetchall()
         if len(inserted) != len(fresh):
             raise Refused("409 raced")  # the API would retry; the bench never gets here
+        if inserted:
+            self.write_event(
+                "claims.granted",
+                project_id=self.project_id,
+                data={"paths": sorted(row[5] for row in inserted)},
+            )
         return "201"
 
     def lock_paths_and_issues(self, paths: list[str]) -> str:
@@ -268,19 +312,26 @@ class DirectDriver(DirectConnection):
         return self.answer(self.release_paths)
 
     def release_paths(self) -> str:
-        """file_claims.release_files with a session and no paths: one statement."""
+        """file_claims.release_files with a session and no paths: the release and its
+        event."""
         self.active_key()
-        released = self.send(
-            sql.release_claims(
-                self.dialect,
-                reason="released",
-                workspace_id=self.workspace_id,
-                issue_id=self.plan.issue_id,
-                session_id=self.session_id,
+        with self.transaction():
+            released = self.send(
+                sql.release_claims(
+                    self.dialect,
+                    reason="released",
+                    workspace_id=self.workspace_id,
+                    issue_id=self.plan.issue_id,
+                    session_id=self.session_id,
+                )
+            ).fetchall()
+            if not released:
+                raise Refused("409 nothing_released")  # the bench releases what it claimed
+            self.write_event(
+                "claims.released",
+                project_id=released[0][4],
+                data={"paths": sorted(row[0] for row in released), "reason": "released"},
             )
-        ).fetchall()
-        if not released:
-            raise Refused("409 nothing_released")  # the bench releases what it claimed
         return "200"
 
     # --- lists ---------------------------------------------------------------------------

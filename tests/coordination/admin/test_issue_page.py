@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from coordination.admin import issue_page
 from coordination.errors import FileConflict
-from coordination.models import ClaimConflict, FileClaim, Issue, Message
+from coordination.models import ClaimConflict, Issue, Message
 from coordination.services import file_claims, messages
 from tests.coordination.admin_helpers import url
 

@@ -4,7 +4,7 @@ import pytest
 
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import FileClaim, ReleaseReason
-from coordination.services import agents, file_claims, workflow
+from coordination.services import agents, events, file_claims, workflow
 from tests.conftest import expire
 from tests.coordination.conftest import held
 
@@ -101,6 +101,11 @@ def test_closing_the_issue_releases_its_claims_issue_closed(
 def test_release_helpers_keep_their_contract(claim, issue, make_session):
     session = make_session()
     claim(issue, ["a.py", "b.py"], session)
-    assert file_claims.release_session_claims(session=session, reason=ReleaseReason.RELEASED) == 2
-    assert file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED) == 0
+    with events.change():  # the helpers run inside a change, which writes their events
+        released = file_claims.release_session_claims(
+            session=session, reason=ReleaseReason.RELEASED
+        )
+        assert released == 2
+        closed = file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)
+        assert closed == 0
     assert set(FileClaim.objects.values_list("release_reason", flat=True)) == {"released"}
