@@ -47,7 +47,11 @@ def instructions() -> str:
         f"{ttl}-second session TTL, or your lease and file claims may be reclaimed by others; "
         "claim files before editing them and respect a file_conflict (it names the holder; "
         "list_file_claims shows who holds what; post_message to coordinate). To stop without "
-        "finishing: release_files, release_issue, end_agent. whoami names your workspace. "
+        "finishing: release_files, release_issue, end_agent. While you work, call "
+        "list_events with session=<your session id> and wait=30 (pass back its next as "
+        "after): a lease.released or claims.released event naming your session with reason "
+        "expired or overridden means another agent took your issue or files (data.by names "
+        "it); stop and re-claim or coordinate. whoami names your workspace. "
         "A refused call is a tool error whose text is the REST error JSON: "
         '{"code": ..., "detail": ...}.'
     )

@@ -194,6 +194,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         url_id="run",
     ),
     ToolSpec(
+        "list_events",
+        "GET",
+        f"{API}/events/",
+        "What happened, in order: the events after the cursor `after` (pass back each "
+        "answer's `next`; you never miss one). wait=1..30 holds the call until an event "
+        "arrives. Filter by type (comma-separated), project, issue, agent, session. Watch for "
+        "lease.released and claims.released naming your session: reason expired or "
+        "overridden means you lost it (data.by says to whom); stop editing those files.",
+    ),
+    ToolSpec(
         "get_ready_issues",
         "GET",
         f"{API}/issues/ready/",

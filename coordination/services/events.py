@@ -32,15 +32,13 @@ that write events; heartbeats write none.
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
-from coordination.models import (
-    AgentSession,
-    EventType,
-    IssueLease,
-)
+from coordination.models import AgentSession, Event, EventType, IssueLease, Workspace
 from coordination.services import sql
 from coordination.services.locking import ADVISORY_LOCK_KEYS
 from coordination.services.rows import dialect, fetchall
@@ -191,3 +189,41 @@ def claims_released(
             agent_id=agent_id,
             data=data,
         )
+
+
+# --- retention ------------------------------------------------------------------------------
+
+PRUNE_BATCH = 10_000
+
+
+def prune_events(*, older_than: timedelta) -> dict[str, int]:
+    """Delete each workspace's events older than ``older_than``; return how many per
+    workspace slug.
+
+    A workspace loses a prefix of its ids: everything up to its newest event older than
+    the cutoff (ids follow commits, stamps nearly so). Its ``events_pruned_through``
+    then says where the prefix ended, so a reader whose cursor lies below it learns
+    that it missed events (``"missed": true``) instead of silently skipping them. The
+    rows go in batches, each its own short transaction."""
+    cutoff = timezone.now() - older_than
+    pruned: dict[str, int] = {}
+    for workspace in Workspace.objects.order_by("pk"):
+        top = (
+            Event.objects.filter(workspace=workspace, occurred_at__lt=cutoff)
+            .order_by("-pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if top is None or top <= workspace.events_pruned_through:
+            continue
+        deleted = 0
+        with transaction.atomic():  # the watermark first: readers see "missed" at once
+            Workspace.objects.filter(pk=workspace.pk).update(events_pruned_through=top)
+        while batch := list(
+            Event.objects.filter(workspace=workspace, pk__lte=top)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:PRUNE_BATCH]
+        ):
+            deleted += Event.objects.filter(pk__in=batch)._raw_delete(connection.alias)
+        pruned[workspace.slug] = deleted
+    return pruned

@@ -42,6 +42,7 @@ TOOLS = {
     "update_issue",
     "transition_issue",
     "list_file_claims",
+    "list_events",
     "whoami",
 }
 # The words of the instructions that look like tool names but are states or codes.

@@ -1,10 +1,13 @@
-"""The issue tools and list_file_claims, through the SDK client: each answers its REST
+"""The issue tools, list_file_claims and list_events, through the SDK client: each answers its REST
 call's body, and each REST refusal is a tool error with the REST error JSON."""
 
+import anyio
 import pytest
+from django.db import connection
 
-from coordination.models import Issue
-from coordination.services import file_claims
+from coordination.models import Event, Issue
+from coordination.services import file_claims, leases
+from tests.conftest import expire
 from tests.coordination.mcp.conftest import call, connect, refused, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,5 +157,39 @@ def test_list_file_claims_shows_who_holds_what(mcp_url, raw_key, workspace, issu
 
             outside = await refused(client, "list_file_claims", path="../etc/passwd")
             assert outside["code"] == "invalid" and "../etc/passwd" in outside["detail"]
+
+    run(scenario)
+
+
+def test_list_events_waits_and_tells_a_holder_its_lease_was_reclaimed(
+    mcp_url, raw_key, workspace, issue, make_session
+):
+    """The agent's watch the instructions ask for: a long poll on its own session that
+    answers with the reclaim, naming who took the lease."""
+    holder, taker = make_session("erin"), make_session("frank")
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=holder.pk)
+    expire(holder)
+    cursor = Event.objects.filter(workspace=workspace).order_by("-pk").values_list("pk").first()
+
+    def reclaim() -> None:
+        leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=taker.pk)
+        connection.close()
+
+    async def scenario() -> None:
+        async with connect(mcp_url, raw_key) as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(anyio.to_thread.run_sync, reclaim)
+                answer = await call(
+                    client, "list_events", session=holder.pk, after=cursor[0], wait=20
+                )
+            lost = [e for e in answer["events"] if e["type"] == "lease.released"]
+            assert len(lost) == 1, answer
+            assert lost[0]["data"]["reason"] == "expired"
+            assert lost[0]["data"]["by"] == {"session": taker.pk, "agent": "frank"}
+            assert (lost[0]["session"], lost[0]["agent"]) == (holder.pk, "erin")
+            assert answer["next"] >= lost[0]["id"]
+
+            bad = await refused(client, "list_events", type="lease.stolen")
+            assert bad["code"] == "invalid" and "type" in bad["errors"]
 
     run(scenario)
