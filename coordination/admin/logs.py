@@ -1,5 +1,7 @@
 """The contention logs: append-only (invariant 8), so the admin only reads them."""
 
+import json
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -97,3 +99,30 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
         if obj.forced:
             return mark_safe('<b class="forced">forced</b>')
         return mark_safe('<span class="quiet">refused</span>')
+
+
+@admin.register(m.Event)
+class EventAdmin(AppendOnlyAdmin):
+    """The event log (invariant 12): what happened, in commit order; pruned only by
+    ``prune_events``."""
+
+    list_display = ["id", "occurred", "type", "project_key", "issue_id", "who", "summary"]
+    list_filter = ["type", "workspace"]
+    search_fields = ["=issue__id", "=session__id", "agent__name", "type"]
+    date_hierarchy = "occurred_at"
+    ordering = ["-id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[m.Event]:
+        return super().get_queryset(request).select_related("workspace", "project", "agent")
+
+    project_key = display.clipped("project.key", 12, description="project")
+
+    @admin.display(description="session", ordering="session_id")
+    def who(self, obj: m.Event) -> str:
+        agent = obj.agent.name if obj.agent is not None else ""
+        session = f"session {obj.session_id}" if obj.session_id else ""
+        return " · ".join(part for part in (agent, session) if part) or "—"
+
+    @admin.display(description="data")
+    def summary(self, obj: m.Event) -> SafeString | str:
+        return display.clip(json.dumps(obj.data, sort_keys=True), 48, wrap=True)

@@ -98,6 +98,15 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             agent=agent,
         )
         ApiKey.issue(workspace, f"key-{n}")
+        m.Event.objects.create(
+            workspace=workspace,
+            type="lease.granted",
+            project=project,
+            issue=issue,
+            session=session,
+            agent=agent,
+            data={"lease": n + 1, "fence": 1},
+        )
 
 
 # --- a crowded fleet, for the browser's widths ------------------------------------------

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from coordination.models import (
     AgentSession,
     ClaimConflict,
+    Event,
     FileClaim,
     IssueLease,
     Message,
@@ -22,7 +23,9 @@ from tests.coordination.admin_helpers import act, bar, populate, url
 
 pytestmark = pytest.mark.django_db
 
-STATE_MODELS = [AgentSession, IssueLease, FileClaim, WorktreeLock, Run, ClaimConflict, WipCapDenial]
+STATE_MODELS = [
+    AgentSession, IssueLease, FileClaim, WorktreeLock, Run, ClaimConflict, WipCapDenial, Event
+]  # fmt: skip
 COORDINATION_MODELS = [
     model for model in admin.site._registry if model._meta.app_label == "coordination"
 ]
