@@ -86,7 +86,7 @@ def env_positive(name: str, default: str) -> int:
     return int(raw)
 
 
-# The event log (docs/api.md, Events and Webhooks).
+# The event log and its webhooks (docs/api.md, Events).
 PROJEKTOR_EVENT_RETENTION_DAYS = env_positive("PROJEKTOR_EVENT_RETENTION_DAYS", "30")
 # An SSE stream is closed by the server after this long (EventSource reconnects).
 PROJEKTOR_EVENT_STREAM_SECONDS = env_positive("PROJEKTOR_EVENT_STREAM_SECONDS", "60")
