@@ -22,7 +22,7 @@ from coordination import models as m
 from coordination.admin import display, forms, issue_page
 from coordination.admin.reporting import report
 from coordination.admin.tracker import KeptAdmin
-from coordination.services import operators, workflow
+from coordination.services import events, operators, projects, workflow
 
 MOVE_FORM = "issue-transition"  # the page's buttons post this form, not the change form
 
@@ -62,6 +62,12 @@ class IssueAdmin(KeptAdmin):
     list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
     list_select_related = ["project", "assignee"]
     search_fields = ["title", "description", "=id"]
+
+    def save_model(self, request: HttpRequest, obj: m.Issue, form: Any, change: bool) -> None:
+        with events.change():
+            super().save_model(request, obj, form, change)
+            if not change:
+                projects.announce_created(obj)
     fieldsets = [
         ("State", {"fields": ["status_moves", "lease", "created", "updated"]}),
         (

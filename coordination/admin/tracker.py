@@ -12,7 +12,8 @@ from django.utils.safestring import SafeString
 from coordination import models as m
 from coordination.admin import display, forms
 from coordination.admin.reporting import report
-from coordination.services import logs, operators
+from coordination.services import events, logs, operators
+from coordination.services.messages import announce_message
 
 
 class KeptAdmin(admin.ModelAdmin):
@@ -135,6 +136,12 @@ class MessageAdmin(admin.ModelAdmin):
     created = display.dated("created_at", "created")
     scope_cell = display.clipped("scope", 24)
     agent_cell = display.clipped("agent.name", display.AGENT_WIDTH, description="agent")
+
+    def save_model(self, request: HttpRequest, obj: m.Message, form: Any, change: bool) -> None:
+        with events.change():
+            super().save_model(request, obj, form, change)
+            if not change:
+                announce_message(obj)
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:

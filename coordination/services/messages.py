@@ -85,22 +85,28 @@ def record_message(
             session=session,
             agent_id=session.agent_id if session is not None else None,
         )
-        kind, _, target = scope.partition(":")
-        events.record(
-            workspace.pk,
-            EventType.MESSAGE_POSTED,
-            project_id=scope_project(workspace, kind, target),
-            issue_id=int(target) if kind == "issue" else None,
-            session_id=message.session_id,
-            agent_id=message.agent_id,
-            data={"message": message.pk, "scope": scope},
-        )
+        announce_message(message)
     return selectors.messages(workspace).get(pk=message.pk)
+
+
+def announce_message(message: Message) -> None:
+    """``message.posted``, naming the scope's issue or project when it has one (the
+    admin's add form announces its posts too). Inside ``events.change()``."""
+    kind, _, target = message.scope.partition(":")
+    events.record(
+        message.workspace_id,
+        EventType.MESSAGE_POSTED,
+        project_id=scope_project(message.workspace, kind, target),
+        issue_id=int(target) if kind == "issue" and ISSUE_ID.fullmatch(target) else None,
+        session_id=message.session_id,
+        agent_id=message.agent_id,
+        data={"message": message.pk, "scope": message.scope},
+    )
 
 
 def scope_project(workspace: Workspace, kind: str, target: str) -> int | None:
     """The project a scope belongs to: its issue's, or the project it names."""
-    if kind == "issue":
+    if kind == "issue" and ISSUE_ID.fullmatch(target):
         return Issue.objects.filter(pk=int(target)).values_list("project_id", flat=True).first()
     if kind == "project":
         return (

@@ -91,10 +91,15 @@ def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
         workflow.check_ready(issue)
     with events.change():
         issue.save()
-        events.record(
-            workspace.pk, EventType.ISSUE_CREATED, project_id=issue.project_id, issue_id=issue.pk
-        )
+        announce_created(issue)
     return issue
+
+
+def announce_created(issue: Issue) -> None:
+    """``issue.created`` (the admin's add form announces its issues too)."""
+    events.record(
+        issue.workspace_id, EventType.ISSUE_CREATED, project_id=issue.project_id, issue_id=issue.pk
+    )
 
 
 def update_issue(*, workspace: Workspace, issue: Issue, fields: dict[str, Any]) -> Issue:

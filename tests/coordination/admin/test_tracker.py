@@ -29,3 +29,31 @@ def test_revoking_keys_reports_each_and_an_added_key_is_shown_once(operator, wor
     assert ApiKey.objects.get().revoked_at is not None
     assert any("Revoked 1" in text for text in bar(revoked))
     assert any("already revoked" in text for text in bar(act(operator, ApiKey, "revoke", [key])))
+
+
+def test_an_issue_and_a_message_added_here_are_announced(operator, workspace, project):
+    added = operator.post(
+        url(Issue, "add"),
+        {
+            "workspace": workspace.pk,
+            "project": project.pk,
+            "title": "Filed by a person",
+            "description": "",
+            "status": "backlog",
+            "priority": 0,
+        },
+    )
+    assert added.status_code == 302, added.content.decode()[:2000]
+    issue = Issue.objects.get(title="Filed by a person")
+    posted = operator.post(
+        url(m.Message, "add"),
+        {"workspace": workspace.pk, "scope": f"issue:{issue.pk}", "body": "Noted."},
+    )
+    assert posted.status_code == 302, posted.content.decode()[:2000]
+    message = m.Message.objects.get()
+    assert [
+        (e.type, e.project_id, e.issue_id, e.data) for e in m.Event.objects.order_by("pk")
+    ] == [
+        ("issue.created", project.pk, issue.pk, {}),
+        ("message.posted", project.pk, issue.pk, {"message": message.pk, "scope": message.scope}),
+    ]
