@@ -1,31 +1,50 @@
 """Reading the event log: by cursor, waiting for what comes next (invariant 12).
 
-``read`` answers the events after a cursor, in id order. Why following ``next`` never
-skips an event is the writers' side of the guarantee (``coordination.services.events``:
-within a workspace ids are handed out in commit order), so one statement's snapshot
-that shows event *n* shows every earlier event of the workspace that will ever exist.
+``read`` answers the events after a cursor, in id order, and never skips an id that a
+transaction still open could commit (the cursor guarantee). The writers' half is in
+``coordination.services.events``: on PostgreSQL a writer holds the workspace's
+event-writer lock, shared, from before it draws its ids until its commit is visible.
+The reader's half, on PostgreSQL:
+
+1. ``newest``: the highest id of the workspace it can see, *v*. Every id up to *v* was
+   drawn before this statement began (ids grow, and *v* was committed by then), so
+   its writer had finished or was holding the lock then.
+2. It waits until every transaction holding the lock now has finished (``pg_locks``).
+   A writer of an id up to *v* that was still open in 1. is either among them or
+   finished in between; writers that took the lock after 1. draw ids above *v*.
+3. It reads the events with ``after < id <= v``: a snapshot taken after 2. sees every
+   one of them that committed, so an answer never jumps over an id that could still
+   appear. Ids above *v* wait for the next read.
+
+The wait is short: the lock is taken by the last statements of a transaction, so its
+holders are committing. It is bounded all the same (a transaction that wrote its
+events and then went on, a seed in one transaction, would hold it): past the bound
+the read answers nothing new, which is late but never wrong. On SQLite one writer
+runs at a time and ids become visible in id order: the read is the plain query.
 
 ``wait_for`` holds a request until an event arrives or its wait ends, holding no
 database connection or transaction while it waits: it closes the connection and sleeps
-on a condition that a commit wakes. A commit through this process wakes it at once
-(``on_commit``); a commit through another app server wakes it through PostgreSQL's
-``LISTEN/NOTIFY``, heard by one listener thread per process; SQLite has no notifications,
-so there the wait re-reads every quarter of a second.
+on a condition that a commit wakes. A commit through this process wakes it at once;
+a commit through another app server wakes it through PostgreSQL's ``LISTEN/NOTIFY``,
+heard by one listener thread per process; SQLite has no notifications, so there the
+wait re-reads every quarter of a second.
 """
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from django.db import connection, connections
+from django.db import DatabaseError, connection, connections
 from psycopg.conninfo import make_conninfo
 
 from coordination.models import Event, Workspace
 from coordination.services import sql
+from coordination.services.locking import ADVISORY_LOCK_KEYS
+from coordination.services.rows import execute, fetchall, fetchone
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +54,8 @@ MAX_WAIT_SECONDS = 30
 # this often. With one, re-read anyway now and then, in case a notification was lost.
 POLL_SECONDS = 0.25
 LISTENING_POLL_SECONDS = 5.0
+# How long a read waits for the writers committing ids it might otherwise jump over.
+WRITERS_BOUND_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -55,12 +76,25 @@ class Page:
     missed: bool
 
 
-def read(workspace: Workspace, *, after: int, filters: EventFilter, limit: int) -> Page:
+def read(
+    workspace: Workspace,
+    *,
+    after: int,
+    filters: EventFilter,
+    limit: int,
+    writers_bound: float = WRITERS_BOUND_SECONDS,
+) -> Page:
     """The workspace's events with id > ``after`` that pass ``filters``, in id order.
 
     The events are read first and the prune watermark after: a prune that committed
     before the first read is seen by the second, so ``missed`` is never lost."""
     rows = Event.objects.filter(workspace_id=workspace.pk, id__gt=after)
+    if connection.vendor == "postgresql":
+        newest = fetchone(sql.newest_event(workspace_id=workspace.pk, after=after))
+        if newest is None or newest[0] is None or not writers_done(workspace, writers_bound):
+            rows = rows.none()
+        else:
+            rows = rows.filter(id__lte=newest[0])
     if filters.types is not None:
         rows = rows.filter(type__in=sorted(filters.types))
     for column, value in (
@@ -81,6 +115,29 @@ def read(workspace: Workspace, *, after: int, filters: EventFilter, limit: int) 
     # With none found but some pruned, past those: the next read does not report them again.
     next_after = found[-1].pk if found else (max(after, pruned) if missed else after)
     return Page(events=found, next=next_after, missed=missed)
+
+
+def writers_done(workspace: Workspace, bound: float) -> bool:
+    """Wait until the transactions holding the workspace's event-writer lock now have
+    finished; False if they have not within ``bound`` seconds."""
+    namespace = ADVISORY_LOCK_KEYS["event_log"]
+    holders = [
+        vxid
+        for (vxid,) in fetchall(
+            sql.writer_lock_holders(namespace=namespace, workspace_id=workspace.pk)
+        )
+    ]
+    end = time.monotonic() + bound
+    pause = 0.001
+    while holders:
+        (left,) = fetchone(sql.still_writing(transactions=holders)) or (0,)
+        if not left:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(pause)  # they are committing: a few milliseconds
+        pause = min(pause * 2, 0.02)
+    return True
 
 
 def wait_for(
@@ -105,9 +162,15 @@ def release_connection() -> None:
         connection.close()
 
 
-def wake(workspace_ids: Iterable[int]) -> None:
-    """Called after a commit that wrote events (``services.events``)."""
+def committed(workspace_ids: list[int]) -> None:
+    """After a commit that wrote events (``services.events``): tell the other app
+    servers (PostgreSQL NOTIFY, in its own statement) and wake this one's waiters."""
     wakeups.wake()
+    if connection.vendor == "postgresql":
+        try:
+            execute(sql.notify(workspace_ids=workspace_ids))
+        except DatabaseError as error:  # they re-read on their own within seconds
+            log.warning("could not notify event waiters: %s", error)
 
 
 class Wakeups:

@@ -3,30 +3,31 @@
 
 Services open their transactions with ``change()`` instead of ``transaction.atomic()``
 and call ``record()`` for what they did. The events wait in a per-thread buffer and
-are written by one statement when the outermost ``change()`` block ends, as the last
-statement before its commit; a block left by an exception drops what it recorded,
-so a refused or rolled-back attempt announces nothing.
+are written when the outermost ``change()`` block ends, as the last statements before
+its commit; a block left by an exception drops what it recorded, so a refused or
+rolled-back attempt announces nothing.
 
-**The cursor guarantee.** A reader following ``next`` (``coordination.feed``) must
-never skip an id that a transaction still open could commit. On PostgreSQL an id
-comes from a sequence when the row is formed, but becomes visible at commit, and
-transactions commit in any order: were id 11 visible before id 10 commits, a reader
-at 11 would never see 10. So the write takes the workspace's event-log advisory lock
-(``ADVISORY_LOCK_KEYS["event_log"]``, transaction-scoped) before its ids are drawn,
-and holds it until its commit has become visible (PostgreSQL makes a commit visible
-before it releases the transaction's locks). The next writer of the workspace draws
-its ids only after that. Hence within a workspace: id order = commit order, and a
-snapshot that shows an event shows every earlier event of the workspace that will
-ever commit. Readers are scoped to one workspace, so the interleaving of other
-workspaces' ids does not matter. On SQLite, ``BEGIN IMMEDIATE`` serialises every
-writer for its whole transaction, and ``AUTOINCREMENT`` never reuses an id, which
-gives the same order without a lock.
+**The cursor guarantee, the writers' half.** A reader following ``next``
+(``coordination.feed``) must never skip an id that a transaction still open could
+commit. An id comes from the table's sequence when the row is inserted, but becomes
+visible at commit, and transactions commit in any order: were id 11 read before id
+10 commits, a reader at 11 would never see 10. So on PostgreSQL every writer first
+takes the workspace's event-writer lock (``ADVISORY_LOCK_KEYS["event_log"]``,
+*shared*, transaction-scoped), then draws its ids: whoever holds an id that is not
+yet visible holds that lock until its commit has become visible (PostgreSQL makes a
+commit visible before it releases the transaction's locks). The reader's half
+(``feed.read``) waits for the writers it finds holding the lock before it reads. The
+lock is shared, so writers never wait for each other: nothing serialises their
+commits. On SQLite ``BEGIN IMMEDIATE`` serialises writers for their whole
+transaction and ``AUTOINCREMENT`` never reuses an id, so ids are visible in id order.
 
-**Why it cannot deadlock, and what it costs.** The lock is the last one a transaction
-takes (its events are written last) and a transaction holding it waits for nothing
-more but its commit; the event rows carry no foreign-key constraints, so their insert
-takes no row lock either. It serialises only the commits of a workspace's changes
-that write events; heartbeats write none.
+**Wakeups.** After the commit, one NOTIFY per change tells the other app servers'
+waiters (``sql.notify`` says why not inside the transaction); this process's waiters
+are woken directly.
+
+**No deadlock.** The lock is shared and only readers look at it (in ``pg_locks``;
+nothing takes it exclusively), and the event rows carry no foreign-key constraints,
+so their insert takes no row lock. Heartbeats write no events.
 """
 
 import threading
@@ -41,7 +42,7 @@ from django.utils import timezone
 from coordination.models import AgentSession, Event, EventType, IssueLease, Workspace
 from coordination.services import sql
 from coordination.services.locking import ADVISORY_LOCK_KEYS
-from coordination.services.rows import dialect, fetchall
+from coordination.services.rows import dialect, execute
 
 
 class _Buffer(threading.local):
@@ -101,23 +102,21 @@ def record(
 
 
 def write(pending: list[tuple[int, sql.EventRow]]) -> None:
-    """One statement per workspace (nearly always one); notify this process's waiters
-    after the commit (other processes hear PostgreSQL's NOTIFY)."""
+    """The lock and one INSERT per workspace (nearly always one); after the commit,
+    wake the waiters."""
     by_workspace: dict[int, list[sql.EventRow]] = {}
     for workspace_id, row in pending:
         by_workspace.setdefault(workspace_id, []).append(row)
-    namespace = ADVISORY_LOCK_KEYS["event_log"]
-    # Workspaces in id order: a change touching two takes their locks in one order.
+    d = dialect()
     for workspace_id, rows in sorted(by_workspace.items()):
-        fetchall(
-            sql.insert_events(
-                dialect(), workspace_id=workspace_id, rows=rows, serial_namespace=namespace
-            )
-        )
+        if d.postgres:
+            namespace = ADVISORY_LOCK_KEYS["event_log"]
+            execute(sql.writer_lock(namespace=namespace, workspace_id=workspace_id))
+        execute(sql.insert_events(d, workspace_id=workspace_id, rows=rows))
     from coordination import feed  # the reader side; imported late, it imports services
 
     workspaces = sorted(by_workspace)
-    transaction.on_commit(lambda: feed.wake(workspaces), using=connection.alias)
+    transaction.on_commit(lambda: feed.committed(workspaces), using=connection.alias)
 
 
 # --- what the services announce, in the fields of docs/api.md "Events" --------------------

@@ -48,6 +48,7 @@ class DirectConnection:
         self.sent = 0
         self.session_id = 0
         self.project_id = 0  # the claimed issue's, read by claim_paths
+        self.notify_after_commit = False
         self.workspace_id = plan.workspace_id
         self.translated: dict[str, str] = {}
         self.now = self.dialect.now()
@@ -87,14 +88,18 @@ class DirectConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN ... COMMIT; any exception (a ``Refused`` too) rolls back."""
+        """BEGIN ... COMMIT; any exception (a ``Refused`` too) rolls back. A transaction
+        that wrote events is followed by their NOTIFY (``feed.committed``)."""
         self.begin()
+        self.notify_after_commit = False
         try:
             yield
         except BaseException:
             self.rollback()
             raise
         self.commit()
+        if self.notify_after_commit:
+            self.send(sql.notify(workspace_ids=[self.workspace_id]))
 
     def statements(self) -> int:
         return self.sent

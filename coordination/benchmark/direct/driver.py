@@ -150,12 +150,19 @@ class DirectDriver(DirectConnection):
         return int(row[0])
 
     def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
-        """events.change: the transaction's events, its last statement."""
+        """events.write: the transaction's events, its last statements (the writer lock
+        on PostgreSQL, then the rows); the NOTIFY follows the commit (``transaction``)."""
+        if self.postgres:
+            self.send(
+                sql.writer_lock(
+                    namespace=self.target.event_namespace, workspace_id=self.workspace_id
+                )
+            )
+            self.notify_after_commit = True
         self.send(
             sql.insert_events(
                 self.dialect,
                 workspace_id=self.workspace_id,
-                serial_namespace=self.target.event_namespace,
                 rows=[
                     sql.EventRow(
                         type=type,
@@ -167,7 +174,7 @@ class DirectDriver(DirectConnection):
                     )
                 ],
             )
-        ).fetchall()
+        )
 
     def release_issue(self) -> str:
         return self.answer(self.release_lease)

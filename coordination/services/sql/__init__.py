@@ -40,7 +40,16 @@ from coordination.services.sql.base import (
     columns,
     placeholders,
 )
-from coordination.services.sql.events import CHANNEL, EventRow, insert_events
+from coordination.services.sql.events import (
+    CHANNEL,
+    EventRow,
+    insert_events,
+    newest_event,
+    notify,
+    still_writing,
+    writer_lock,
+    writer_lock_holders,
+)
 from coordination.services.sql.file_claims import (
     ConflictRow,
     ReleasedClaim,
@@ -114,6 +123,11 @@ __all__ = [
     "insert_claims",
     "insert_conflicts",
     "insert_events",
+    "newest_event",
+    "notify",
+    "still_writing",
+    "writer_lock",
+    "writer_lock_holders",
     "insert_lease_within_cap",
     "insert_worktree_lock",
     "issue_status",

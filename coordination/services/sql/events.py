@@ -20,18 +20,16 @@ class EventRow:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def insert_events(
-    d: Dialect, *, workspace_id: int, rows: list[EventRow], serial_namespace: int
-) -> Statement:
-    """Write a transaction's events, last in the transaction (``services.events``).
+def writer_lock(*, namespace: int, workspace_id: int) -> Statement:
+    """PostgreSQL only: the workspace's event-writer lock, shared (writers never wait
+    for each other), taken before the event ids are drawn and held to the commit: a
+    reader waits for the writers that hold it (``coordination.feed``)."""
+    return "SELECT pg_advisory_xact_lock_shared(%s, %s)", [namespace, workspace_id]
 
-    PostgreSQL: in one statement, first the workspace's event-log advisory lock (held
-    to the commit, so the workspace's ids are handed out in commit order: the cursor
-    guarantee), then the rows, whose ids the sequence gives as the insert forms them,
-    after the lock, then a NOTIFY that the commit delivers to every listening server.
-    SQLite: ``BEGIN IMMEDIATE`` made this the only writer, so ids already follow
-    commits.
-    """
+
+def insert_events(d: Dialect, *, workspace_id: int, rows: list[EventRow]) -> Statement:
+    """A transaction's events, its last statement (``services.events``); the ids come
+    from the table's sequence as the rows are inserted."""
     params: list[Any] = []
     for row in rows:
         params += [
@@ -43,23 +41,51 @@ def insert_events(
             row.agent_id,
             json.dumps(row.data, separators=(",", ":"), sort_keys=True),
         ]
-    target = (
-        f"INSERT INTO {EVENT} (workspace_id, type, project_id, issue_id, session_id,"
-        " agent_id, data, occurred_at)"
-    )
-    if not d.postgres:
-        values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
-        return f"{target} VALUES {values}", params
-    values = ", ".join(
-        ["(%s::bigint, %s::varchar, %s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::jsonb)"]
-        * len(rows)
-    )
+    values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
     return (
-        "WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s, %s)),"
-        f" written AS ({target}"
-        " SELECT v.workspace_id, v.type, v.project_id, v.issue_id, v.session_id, v.agent_id,"
-        f" v.data, {d.now()} FROM serial, (VALUES {values})"
-        " AS v(workspace_id, type, project_id, issue_id, session_id, agent_id, data))"
-        f" SELECT pg_notify('{CHANNEL}', %s)",
-        [serial_namespace, workspace_id, *params, str(workspace_id)],
+        f"INSERT INTO {EVENT} (workspace_id, type, project_id, issue_id, session_id,"
+        f" agent_id, data, occurred_at) VALUES {values}",
+        params,
+    )
+
+
+def notify(*, workspace_ids: list[int]) -> Statement:
+    """PostgreSQL only, after the commit, in its own statement: wake the listening app
+    servers. Not inside the writing transaction: a transaction that NOTIFYs holds a
+    database-wide lock from its pre-commit to its end, which would queue every commit
+    behind the one before (its fsync included)."""
+    return (
+        f"SELECT pg_notify('{CHANNEL}', workspace_id::text)"
+        " FROM unnest(%s::bigint[]) AS woken(workspace_id)",
+        [workspace_ids],
+    )
+
+
+def newest_event(*, workspace_id: int, after: int) -> Statement:
+    """The highest event id of the workspace above ``after`` that this statement sees."""
+    return (
+        f"SELECT MAX(id) FROM {EVENT} WHERE workspace_id = %s AND id > %s",
+        [workspace_id, after],
+    )
+
+
+def writer_lock_holders(*, namespace: int, workspace_id: int) -> Statement:
+    """PostgreSQL only: the transactions that hold the workspace's event-writer lock
+    now (their virtual transaction ids)."""
+    return (
+        "SELECT virtualtransaction FROM pg_locks"
+        " WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+        " AND classid = %s::oid AND objid = %s::oid"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND pid <> pg_backend_pid()",
+        [namespace, workspace_id],
+    )
+
+
+def still_writing(*, transactions: list[str]) -> Statement:
+    """PostgreSQL only: how many of ``transactions`` still hold an event-writer lock."""
+    return (
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND virtualtransaction = ANY(%s)",
+        [transactions],
     )

@@ -10,7 +10,7 @@ advisory and row locks that SQLite's single writer does without, and returns the
 heartbeat's session from its UPDATE, which SQLite reads after.
 
 A change writes its events (invariant 12) in one more statement, the last of its
-transaction; a change that was one statement (a release) now has a transaction
+transaction (on PostgreSQL two: the event-writer lock first); a change that was one statement (a release) now has a transaction
 around it (its SAVEPOINT and RELEASE here). A post names its scope's project (one
 lookup), so a forced claim's three posts cost three statements more each.
 """
@@ -41,33 +41,33 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "GET /file-claims/{id}/": 2,
     "GET /workflow/": 1,
     # Sessions.
-    "POST /sessions/": 12,
+    "POST /sessions/": {"sqlite": 12, "postgresql": 13},
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
-    "POST /sessions/{id}/end/": 14,
+    "POST /sessions/{id}/end/": {"sqlite": 14, "postgresql": 15},
     # Leases.
-    "POST /issues/{id}/claim/": 13,  # + the assignee, if it has none
+    "POST /issues/{id}/claim/": {"sqlite": 13, "postgresql": 14},  # + the assignee, if it has none
     "POST /issues/{id}/claim/ (held)": 9,
-    "POST /issues/{id}/release/": 8,
-    "POST /issues/{id}/release/ (fence)": 8,
+    "POST /issues/{id}/release/": {"sqlite": 8, "postgresql": 9},
+    "POST /issues/{id}/release/ (fence)": {"sqlite": 8, "postgresql": 9},
     # File claims: however many paths.
-    "POST /file-claims/": {"sqlite": 9, "postgresql": 10},
-    "POST /file-claims/ (fence)": {"sqlite": 10, "postgresql": 14},
-    "POST /file-claims/ (conflict)": {"sqlite": 9, "postgresql": 10},
-    "POST /file-claims/ (force)": {"sqlite": 25, "postgresql": 26},
-    "POST /file-claims/release/": 5,
-    "POST /file-claims/release/ (all)": 5,
+    "POST /file-claims/": {"sqlite": 9, "postgresql": 11},
+    "POST /file-claims/ (fence)": {"sqlite": 10, "postgresql": 15},
+    "POST /file-claims/ (conflict)": {"sqlite": 9, "postgresql": 11},
+    "POST /file-claims/ (force)": {"sqlite": 25, "postgresql": 27},
+    "POST /file-claims/release/": {"sqlite": 5, "postgresql": 6},
+    "POST /file-claims/release/ (all)": {"sqlite": 5, "postgresql": 6},
     "POST /file-claims/check/": 3,
     # A unit of work.
-    "POST /work/start/": {"sqlite": 43, "postgresql": 44},
-    "POST /work/finish/": 37,
+    "POST /work/start/": {"sqlite": 43, "postgresql": 45},
+    "POST /work/finish/": {"sqlite": 37, "postgresql": 38},
     # Messages, runs.
-    "POST /messages/": 9,
-    "POST /runs/": {"sqlite": 22, "postgresql": 23},
-    "POST /runs/{id}/finish/": 8,
+    "POST /messages/": {"sqlite": 9, "postgresql": 10},
+    "POST /runs/": {"sqlite": 22, "postgresql": 25},
+    "POST /runs/{id}/finish/": {"sqlite": 8, "postgresql": 9},
     # Projects, issues, worktrees.
-    "POST /issues/": 10,
+    "POST /issues/": {"sqlite": 10, "postgresql": 11},
     "PATCH /issues/{id}/": 6,
-    "POST /issues/{id}/transition/": 8,
+    "POST /issues/{id}/transition/": {"sqlite": 8, "postgresql": 9},
     "POST /projects/": 5,
     "PATCH /projects/{id}/": 5,
     "POST /worktrees/": 4,
