@@ -22,7 +22,6 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -38,6 +37,8 @@ from projektor.operations import health
 from projektor.operations.fleet import fleet_metrics
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+# The text format every Prometheus 2 reads (what generate_latest writes for our names).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 disable_created_metrics()  # no "_created" series beside each counter
 
@@ -137,4 +138,4 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             },
             status=403,
         )
-    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE)
