@@ -41,7 +41,7 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
 
 # A Host outside ALLOWED_HOSTS (DisallowedHost) and other requests Django refuses as
 # suspicious answer JSON under /api/ and /mcp too.
-def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(JSON_PREFIXES):
         detail = "Bad request."
         if isinstance(exception, DisallowedHost):

@@ -96,7 +96,9 @@ def fleet_metrics() -> list[Metric]:
         labels=["workspace", "project", "state"],
     )
     limits_family = GaugeMetricFamily(
-        "projektor_wip_limit", "A project's WIP cap (agent_wip_limit).", labels=["workspace", "project"]
+        "projektor_wip_limit",
+        "A project's WIP cap (agent_wip_limit).",
+        labels=["workspace", "project"],
     )
     for project_id, workspace_id, key, limit in sorted(projects, key=lambda p: (p[1], p[2])):
         slug = slugs[workspace_id]
@@ -112,4 +114,3 @@ def fleet_metrics() -> list[Metric]:
         conflicts_family,
         denials_family,
     ]
-

@@ -109,7 +109,7 @@ def exposition() -> bytes:
     else:
         requests = REGISTRY
     checks = health.readiness()
-    computed = [readiness_metric(checks)]
+    computed: list[Metric] = [readiness_metric(checks)]
     if checks["database"] == checks["migrations"] == health.OK:  # else no tables to read
         computed += fleet_metrics()
     scraped = CollectorRegistry(auto_describe=False)

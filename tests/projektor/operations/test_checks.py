@@ -49,7 +49,11 @@ def test_gunicorn_refuses_to_start_without_collected_static_files(tmp_path):
     }
     started = subprocess.run(
         [sys.executable, "-m", "gunicorn", "projektor.wsgi", "--bind=127.0.0.1:0", "--workers=1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert started.returncode != 0
     assert "projektor.E001" in started.stderr

@@ -104,7 +104,9 @@ def test_a_scrape_costs_the_same_statements_whatever_the_fleet(
         session = make_session(f"agent-{n}", workspace=extra)
         leases.claim_issue(workspace=extra, issue_id=issue.pk, session_id=session.pk)
         file_claims.claim_files(
-            workspace=extra, issue_id=issue.pk, paths=[f"f{k}.py" for k in range(5)],
+            workspace=extra,
+            issue_id=issue.pk,
+            paths=[f"f{k}.py" for k in range(5)],
             session_id=session.pk,
         )
     with django_assert_num_queries(scrape_statements()):
@@ -125,12 +127,13 @@ def test_requests_are_counted_by_route_and_status(api, make_session):
     assert value(samples, "projektor_http_requests_total", **labels) == before + 3
     count = "projektor_http_request_duration_seconds_count"
     assert value(samples, count, **labels) == (observed or 0) + 3
-    assert value(samples, "projektor_http_request_duration_seconds_bucket", le="+Inf", **labels) == (
-        (observed or 0) + 3
-    )
-    assert ("projektor_http_requests_total", tuple(sorted({**labels, "status": "404"}.items()))) in (
-        samples
-    )
+    assert value(
+        samples, "projektor_http_request_duration_seconds_bucket", le="+Inf", **labels
+    ) == ((observed or 0) + 3)
+    assert (
+        "projektor_http_requests_total",
+        tuple(sorted({**labels, "status": "404"}.items())),
+    ) in (samples)
 
 
 def test_throttled_requests_are_counted(api, settings):
@@ -151,7 +154,9 @@ def test_only_loopback_or_the_token_may_scrape(settings):
     assert refused.status_code == 403
     assert refused.json()["code"] == "forbidden"
     assert outside.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 403
-    assert outside.get("/metrics", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    assert (
+        outside.get("/metrics", headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
+    )
     assert Client(REMOTE_ADDR="::1").get("/metrics").status_code == 200
     settings.PROJEKTOR_METRICS_TOKEN = ""
     assert outside.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 403

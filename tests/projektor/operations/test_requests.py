@@ -114,7 +114,9 @@ def test_an_error_is_one_json_record_with_its_traceback(json_lines):
 
 
 def test_text_lines_are_readable():
-    record = logging.LogRecord("projektor.request", logging.INFO, "", 0, "GET /healthz 200", (), None)
+    record = logging.LogRecord(
+        "projektor.request", logging.INFO, "", 0, "GET /healthz 200", (), None
+    )
     record.request_id = "abc"
     line = TextFormatter().format(record)
     assert line.endswith(" INFO projektor.request [abc] GET /healthz 200")
@@ -142,16 +144,27 @@ def test_a_request_log_line_costs_microseconds(tmp_path):
 
 def test_json_format_is_chosen_by_the_environment(tmp_path):
     probe = "import logging; logging.getLogger('coordination.probe').warning('our-line')"
-    env = {"PATH": "/usr/bin:/bin", "SECRET_KEY": "x", "PROJEKTOR_LOG_FORMAT": "json",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "SECRET_KEY": "x",
+        "PROJEKTOR_LOG_FORMAT": "json",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}",
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     [line] = [line for line in result.stderr.splitlines() if "our-line" in line]
     assert json.loads(line)["message"] == "our-line"
     bad = subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT,
-        env={**env, "PROJEKTOR_LOG_FORMAT": "xml"}, capture_output=True, text=True,
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**env, "PROJEKTOR_LOG_FORMAT": "xml"},
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode != 0 and "PROJEKTOR_LOG_FORMAT must be one of text, json" in bad.stderr
