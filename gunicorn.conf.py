@@ -59,6 +59,7 @@ def refuse_a_broken_deployment(server: Any) -> None:
     for error in errors:
         server.log.error("%s: %s %s", error.id, error.msg, error.hint or "")
     if errors:
+        on_exit(server)
         sys.exit(1)
 
 

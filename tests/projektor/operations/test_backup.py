@@ -23,9 +23,13 @@ def manage(*args: str, database: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+sqlite_only = pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="the command copies SQLite; PostgreSQL: pg_dump"
+)
+
+
+@sqlite_only
 def test_a_backup_taken_while_files_are_claimed_restores_and_checks(tmp_path):
-    if connection.vendor != "sqlite":
-        pytest.skip("the backup command copies SQLite; PostgreSQL's refusal is tested below")
     live = tmp_path / "live.sqlite3"
     connection.ensure_connection()
     # A migrated database file, quicker than migrating one: the test database's schema
@@ -57,6 +61,7 @@ def test_a_backup_taken_while_files_are_claimed_restores_and_checks(tmp_path):
     assert issues in (claims // 3, claims // 3 + 1)  # an issue is made just before its claim
 
 
+@sqlite_only
 def test_a_backup_never_overwrites_a_file(tmp_path):
     existing = tmp_path / "kept.sqlite3"
     existing.write_text("precious")
@@ -65,9 +70,8 @@ def test_a_backup_never_overwrites_a_file(tmp_path):
     assert existing.read_text() == "precious"
 
 
+@pytest.mark.postgres
 def test_postgresql_is_backed_up_with_pg_dump(tmp_path):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite is backed up by the command (above)")
     with pytest.raises(CommandError, match="pg_dump"):
         call_command("backup", str(tmp_path / "x"))
     assert not (tmp_path / "x").exists()

@@ -4,7 +4,6 @@ gunicorn (gunicorn.conf.py) refuses to start, naming the command that fixes it."
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from django.core.checks import run_checks
 from django.test import Client
@@ -45,8 +44,9 @@ def test_gunicorn_refuses_to_start_without_collected_static_files(tmp_path):
         "SECRET_KEY": "check-only",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "PROJEKTOR_STATIC_ROOT": str(tmp_path / "static"),
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
     }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env["TMPDIR"] = str(tmp_path)  # where gunicorn.conf.py makes its metrics directory
     started = subprocess.run(
         [sys.executable, "-m", "gunicorn", "projektor.wsgi", "--bind=127.0.0.1:0", "--workers=1"],
         cwd=ROOT,
@@ -59,7 +59,7 @@ def test_gunicorn_refuses_to_start_without_collected_static_files(tmp_path):
     assert "projektor.E001" in started.stderr
     assert "python manage.py collectstatic" in started.stderr
     assert "Booting worker" not in started.stderr
-    assert not list(Path(tmp_path / "metrics").glob("*.db"))
+    assert not list(tmp_path.glob("projektor-metrics-*"))  # removed on the way out
 
 
 def test_a_refused_host_answers_json_on_the_api():
