@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run test test-sqlite test-postgres lint bench bench-claims bench-heatmap browser install clean
+.PHONY: run serve test test-sqlite test-postgres lint bench bench-claims bench-heatmap browser prometheus install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,21 +23,43 @@ browser:
 		|| { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }; \
 	fi
 
+# The Prometheus test scrapes a live server with Debian's prometheus (and its promtool).
+prometheus:
+	@if [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/promtool ]; then \
+		echo "Installing prometheus for the metrics test"; \
+		apt-get install -y -qq prometheus >/dev/null \
+		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }; \
+	fi
+
 run: install
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
 	DEBUG=true $(BIN)/python manage.py seed_demo
 	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
+# set (README, "Operations"). Every step, in this order: static files, migrations,
+# then the servers; gunicorn reads gunicorn.conf.py and refuses to start on a failed check.
+serve: install
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	$(BIN)/python manage.py migrate --noinput
+	@set -e; \
+	: "WEBHOOK WORKER: started beside gunicorn once its command exists"; \
+	if [ -f coordination/management/commands/deliver_webhooks.py ]; then \
+		$(BIN)/python manage.py deliver_webhooks & worker=$$!; \
+		trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	fi; \
+	$(BIN)/gunicorn projektor.wsgi
 
 lint: install
 	$(BIN)/ruff check .
 	$(TEST_ENV) $(BIN)/mypy .
 	$(BIN)/lint-imports
 
-test-sqlite: install browser
+test-sqlite: install browser prometheus
 	$(TEST_ENV) $(BIN)/pytest -m "not postgres"
 
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
-test-postgres: install browser
+test-postgres: install browser prometheus
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
 		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest; \
 	elif [ "$$CI" = "true" ]; then \

@@ -11,6 +11,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from projektor.operations.logs import FORMATS, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -110,9 +112,12 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "coordination",
     "heatmap",
+    "projektor.operations",
 ]
 
 MIDDLEWARE = [
+    # Outermost: the request id, one log line and the request metrics for every answer.
+    "projektor.operations.requests.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # 503 `unavailable` while the database is down; above sessions and auth, which use it.
@@ -175,7 +180,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where collectstatic writes and WhiteNoise serves from (with DEBUG off).
+STATIC_ROOT = Path(os.environ.get("PROJEKTOR_STATIC_ROOT", BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -400,27 +406,10 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Every record reaches the console once, through the root handler: Django's own
-# "django" console handler (DEBUG only) would print each of them a second time,
-# runserver's "Watching for file changes" line among them. Naming "django" resets its
-# children, so runserver's request log ("django.server") is declared as Django has it.
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "django.server": {
-            "()": "django.utils.log.ServerFormatter",
-            "format": "[{server_time}] {message}",
-            "style": "{",
-        }
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler"},
-        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
-    },
-    "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {
-        "django": {"handlers": []},
-        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
-    },
-}
+# Operations (docs/api.md, "Operations"): /metrics answers loopback addresses, and
+# others that send this token as a bearer; the log is one line per record (text or JSON).
+PROJEKTOR_METRICS_TOKEN = os.environ.get("PROJEKTOR_METRICS_TOKEN", "")
+PROJEKTOR_LOG_FORMAT = os.environ.get("PROJEKTOR_LOG_FORMAT", "text")
+if PROJEKTOR_LOG_FORMAT not in FORMATS:
+    raise ImproperlyConfigured(f"PROJEKTOR_LOG_FORMAT must be one of {', '.join(FORMATS)}")
+LOGGING = logging_config(PROJEKTOR_LOG_FORMAT)

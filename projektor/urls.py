@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.templatetags.static import static
 from django.urls import include, path, re_path
@@ -11,9 +12,11 @@ from coordination.api.schema import PublicDocsView, PublicSchemaView
 from heatmap import urls as heatmap_urls
 
 API_PREFIX = "/api/"
+JSON_PREFIXES = (API_PREFIX, "/mcp")
 FAVICON = "coordination/favicon.ico"  # a static file, served by WhiteNoise
 
 urlpatterns = [
+    path("", include("projektor.operations.urls")),  # /healthz, /readyz, /metrics
     path("", include(heatmap_urls.urlpatterns)),  # the managers' pages
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -36,9 +39,20 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"code": "not_found", "detail": "No such endpoint."}, status=404)
 
 
+# A Host outside ALLOWED_HOSTS (DisallowedHost) and other requests Django refuses as
+# suspicious answer JSON under /api/ and /mcp too.
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(JSON_PREFIXES):
+        detail = "Bad request."
+        if isinstance(exception, DisallowedHost):
+            detail = "The Host header names no host this server answers for (ALLOWED_HOSTS)."
+        return JsonResponse({"code": "invalid", "detail": detail}, status=400)
+    return defaults.bad_request(request, exception)
+
+
 # A crash under /api/ still answers JSON; the error itself is logged by Django.
 def handler500(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith(API_PREFIX):
+    if request.path.startswith(JSON_PREFIXES):
         return JsonResponse(
             {"code": "server_error", "detail": "Internal error; it has been logged."}, status=500
         )

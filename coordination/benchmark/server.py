@@ -41,9 +41,9 @@ PROBE_TIMEOUT_SECONDS = 5
 PROBE_PATH = "/login/"
 PROC = Path("/proc")
 LOG_TAIL_LINES = 40
-# Django logs every 4xx answer as a warning ("Conflict: /api/v1/file-claims/"): the
-# bench makes thousands, which would bury an error's traceback in the log's tail.
-ROUTINE_LOG_LINES = ("Conflict: ", "Not Found: ", "Bad Request: ")
+# One line per request (its logger's name is in each, text or JSON): the bench makes
+# thousands, which would bury an error's traceback in the log's tail.
+REQUEST_LOG_MARK = "projektor.request"
 
 # "On" for the bench: counted (the counter's cost is part of every request) but
 # never refusing; "off": not counted at all (settings.env_rate).
@@ -78,7 +78,7 @@ class Server:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-        telling = [line for line in text.splitlines() if not line.startswith(ROUTINE_LOG_LINES)]
+        telling = [line for line in text.splitlines() if REQUEST_LOG_MARK not in line]
         return "\n".join(telling[-lines:])
 
 
@@ -131,7 +131,10 @@ def gunicorn(
 ) -> Iterator[Server]:
     """Start gunicorn with ``env`` (see ``app_environment``), wait until all its
     workers are up and one answers, and stop it on exit. The log goes to
-    ``log_path``, else to a temporary file removed at the end."""
+    ``log_path``, else to a temporary file removed at the end. gunicorn reads the
+    repository's gunicorn.conf.py (multiprocess metrics, the start checks); the
+    flags below win over its settings."""
+    collect_static_files()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((HOST, 0))
@@ -181,6 +184,17 @@ def gunicorn(
         stop(server)
     if temporary:
         log_path.unlink(missing_ok=True)
+
+
+def collect_static_files() -> None:
+    """As a deployment does before it starts (gunicorn.conf.py refuses to otherwise);
+    only when some are missing, since collecting takes seconds."""
+    from django.core.management import call_command
+
+    from projektor.operations.checks import uncollected_static_files
+
+    if uncollected_static_files():
+        call_command("collectstatic", interactive=False, verbosity=0)
 
 
 def wait_until_serving(server: Server) -> None:

@@ -38,8 +38,24 @@ def deploy_check(**env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_production_settings_pass_check_deploy():
-    result = deploy_check(**PRODUCTION)
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Production settings whose static files are collected (``projektor.E001`` asks for
+    them), into a directory of this test's own: the checkout's may be stale or absent."""
+    root = tmp_path_factory.mktemp("static")
+    env = {**PRODUCTION, "PROJEKTOR_STATIC_ROOT": str(root)}
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=Path(settings.BASE_DIR),
+        env={**os.environ, **env},
+        check=True,
+        timeout=300,
+    )
+    return env
+
+
+def test_production_settings_pass_check_deploy(collected):
+    result = deploy_check(**collected)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -93,13 +109,15 @@ def test_a_throttle_scope_can_be_off(monkeypatch, settings, api):
 
 @pytest.mark.parametrize("debug", ["true", "false"])
 def test_each_log_record_is_printed_once(tmp_path, debug):
-    """runserver's "Watching for file changes" line, a 404 warning, our own warnings:
-    once each, whether DEBUG adds Django's own console handler or not; and the request
-    log keeps its timestamp."""
+    """runserver's "Watching for file changes" line, a server error, our own warnings:
+    once each, whether DEBUG adds Django's own console handler or not; a 4xx warning
+    not at all (the request log has a line for every request); and runserver's
+    request log keeps its timestamp."""
     probe = (
         "import logging\n"
         "logging.getLogger('django.utils.autoreload').info('watching-line')\n"
         "logging.getLogger('django.request').warning('not-found-line')\n"
+        "logging.getLogger('django.request').error('server-error-line')\n"
         "logging.getLogger('coordination.probe').warning('our-line')\n"
         "logging.getLogger('django.server').info('request-line')\n"
     )
@@ -113,7 +131,8 @@ def test_each_log_record_is_printed_once(tmp_path, debug):
         check=True,
     )
     lines = result.stderr.splitlines()
-    for text in ("watching-line", "not-found-line", "our-line"):
-        assert lines.count(text) == 1, result.stderr
+    for text in ("watching-line", "server-error-line", "our-line"):
+        assert sum(line.endswith(f" {text}") for line in lines) == 1, result.stderr
+    assert "not-found-line" not in result.stderr
     [request] = [line for line in lines if "request-line" in line]
     assert re.fullmatch(r"\[.+\] request-line", request), request

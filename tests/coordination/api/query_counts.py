@@ -10,9 +10,10 @@ advisory and row locks that SQLite's single writer does without, and returns the
 heartbeat's session from its UPDATE, which SQLite reads after.
 
 A change writes its events (invariant 12) in one more statement, the last of its
-transaction (on PostgreSQL two: the event-writer lock first); a change that was one statement (a release) now has a transaction
-around it (its SAVEPOINT and RELEASE here). A post names its scope's project (one
-lookup), so a forced claim's three posts cost three statements more each.
+transaction (on PostgreSQL two: the event-writer lock first); a change that was one
+statement (a release) now has a transaction around it (its SAVEPOINT and RELEASE here).
+A post names its scope's project (one lookup), so a forced claim's three posts cost
+three statements more each.
 """
 
 COUNTS: dict[str, int | dict[str, int]] = {

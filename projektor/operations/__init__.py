@@ -1,0 +1,2 @@
+"""Operations (docs/api.md, "Operations"): health and readiness, Prometheus metrics,
+request logs with ids, the static-files start check and backups."""

@@ -1,0 +1,116 @@
+"""The fleet's gauges and counters, computed when Prometheus scrapes.
+
+Seven grouped statements, whatever the number of workspaces, projects or rows (a
+test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
+live sessions, unreleased leases (split by their holder's liveness, invariant 1),
+unreleased file claims, claim conflicts and WIP-cap denials. A workspace or project
+with none of something shows 0, so "no live agents" is a value an alert can see.
+The two counters count the append-only logs (invariant 8): they only grow.
+"""
+
+from collections import defaultdict
+
+from django.db.models import Count, Q
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from coordination.liveness import live_q
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    FileClaim,
+    IssueLease,
+    Project,
+    WipCapDenial,
+    Workspace,
+)
+
+
+def fleet_metrics() -> list[Metric]:
+    slugs = dict(Workspace.objects.order_by().values_list("id", "slug"))
+    projects = list(
+        Project.objects.order_by().values_list("id", "workspace_id", "key", "agent_wip_limit")
+    )
+    live_sessions = dict(
+        AgentSession.objects.live()
+        .order_by()
+        .values("workspace_id")
+        .annotate(n=Count("id"))
+        .values_list("workspace_id", "n")
+    )
+    leases = (
+        IssueLease.objects.unreleased()
+        .order_by()
+        .values("issue__project_id")
+        .annotate(total=Count("id"), live=Count("id", filter=Q(live_q("session__"))))
+        .values_list("issue__project_id", "total", "live")
+    )
+    claims = dict(
+        FileClaim.objects.unreleased()
+        .order_by()
+        .values("workspace_id")
+        .annotate(n=Count("id"))
+        .values_list("workspace_id", "n")
+    )
+    conflicts = (
+        ClaimConflict.objects.order_by()
+        .values("workspace_id", "forced")
+        .annotate(n=Count("id"))
+        .values_list("workspace_id", "forced", "n")
+    )
+    denials = dict(
+        WipCapDenial.objects.order_by()
+        .values("workspace_id")
+        .annotate(n=Count("id"))
+        .values_list("workspace_id", "n")
+    )
+
+    sessions_family = GaugeMetricFamily(
+        "projektor_live_sessions", "Live agent sessions (invariant 1).", labels=["workspace"]
+    )
+    claims_family = GaugeMetricFamily(
+        "projektor_file_claims", "Unreleased file claims.", labels=["workspace"]
+    )
+    denials_family = CounterMetricFamily(
+        "projektor_wip_denials", "Claims refused by a project's WIP cap.", labels=["workspace"]
+    )
+    conflict_counts: dict[tuple[int, bool], int] = defaultdict(int)
+    for workspace_id, forced, n in conflicts:
+        conflict_counts[(workspace_id, bool(forced))] = n
+    conflicts_family = CounterMetricFamily(
+        "projektor_claim_conflicts",
+        "Contested file paths: rejected (forced=false) and overridden (forced=true).",
+        labels=["workspace", "forced"],
+    )
+    for workspace_id, slug in sorted(slugs.items(), key=lambda item: item[1]):
+        sessions_family.add_metric([slug], live_sessions.get(workspace_id, 0))
+        claims_family.add_metric([slug], claims.get(workspace_id, 0))
+        denials_family.add_metric([slug], denials.get(workspace_id, 0))
+        for forced in (False, True):
+            count = conflict_counts[(workspace_id, forced)]
+            conflicts_family.add_metric([slug, str(forced).lower()], count)
+
+    lease_counts = {project_id: (total, live) for project_id, total, live in leases}
+    leases_family = GaugeMetricFamily(
+        "projektor_leases",
+        "Unreleased leases per project, by their holder's liveness (stale: reclaimable).",
+        labels=["workspace", "project", "state"],
+    )
+    limits_family = GaugeMetricFamily(
+        "projektor_wip_limit",
+        "A project's WIP cap (agent_wip_limit).",
+        labels=["workspace", "project"],
+    )
+    for project_id, workspace_id, key, limit in sorted(projects, key=lambda p: (p[1], p[2])):
+        slug = slugs[workspace_id]
+        total, live = lease_counts.get(project_id, (0, 0))
+        leases_family.add_metric([slug, key, "live"], live)
+        leases_family.add_metric([slug, key, "stale"], total - live)
+        limits_family.add_metric([slug, key], limit)
+    return [
+        sessions_family,
+        leases_family,
+        limits_family,
+        claims_family,
+        conflicts_family,
+        denials_family,
+    ]

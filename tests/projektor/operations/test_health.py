@@ -1,0 +1,85 @@
+"""/healthz and /readyz: JSON, cheap, never throttled; readiness names the failing check."""
+
+import pytest
+from django.core.cache import caches
+from django.db.migrations.recorder import MigrationRecorder
+from django.test import Client
+
+from projektor.operations import health
+
+
+def test_healthz_answers_without_touching_the_database():
+    # No database access is allowed in this test: a query would fail it.
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_readyz_reports_every_check_ok(django_assert_max_num_queries):
+    client = Client()
+    client.get("/readyz")  # the migrations on disk are read once per process
+    with django_assert_max_num_queries(4):  # SELECT 1, django_migrations, one get per cache
+        response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "migrations": "ok", "cache": "ok"},
+    }
+
+
+@pytest.mark.django_db
+def test_readyz_names_a_migration_that_is_not_applied():
+    last = MigrationRecorder.Migration.objects.filter(app="coordination").order_by("-id").first()
+    assert last is not None
+    last.delete()
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    assert response["Retry-After"].isdigit()
+    body = response.json()
+    assert body["code"] == "unavailable" and body["failing"] == ["migrations"]
+    assert f"coordination.{last.name}" in body["checks"]["migrations"]
+    assert "manage.py migrate" in body["checks"]["migrations"]
+    assert body["checks"]["database"] == body["checks"]["cache"] == "ok"
+
+
+@pytest.mark.django_db
+def test_readyz_names_a_cache_that_does_not_answer(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise ConnectionError("Connection refused")
+
+    monkeypatch.setattr(caches["default"], "get", refuse)
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["cache"]
+    assert body["checks"]["cache"] == "default: ConnectionError: Connection refused"
+
+
+@pytest.mark.django_db
+def test_health_and_readiness_are_never_throttled(settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"key": "1/min", "anon": "1/min"},
+    }
+    client = Client()
+    statuses = {client.get(url).status_code for url in ("/healthz", "/readyz") * 5}
+    assert statuses == {200}
+    assert client.get("/api/v1/schema/").status_code == 200
+    assert client.get("/api/v1/schema/").status_code == 429  # the API's own limit holds
+
+
+def test_a_squashed_migration_counts_as_applied_when_all_it_replaces_are(monkeypatch):
+    monkeypatch.setattr(
+        health,
+        "migrations_on_disk",
+        lambda: {("app", "0001_squashed"): (("app", "0001_a"), ("app", "0002_b"))},
+    )
+
+    class Applied:
+        @staticmethod
+        def values_list(*fields):
+            return [("app", "0001_a"), ("app", "0002_b")]
+
+    monkeypatch.setattr(health.MigrationRecorder.Migration, "objects", Applied)
+    assert health.missing_migrations() == []
