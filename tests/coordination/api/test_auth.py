@@ -213,8 +213,20 @@ def test_no_key_and_a_revoked_key_get_401(route, world, workspace):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.id)
-def test_another_workspace_sees_and_changes_nothing(route, world, workspace, stranger_api):
+def test_another_workspace_sees_and_changes_nothing(
+    route, world, workspace, stranger_api, settings
+):
     before = snapshot(workspace)
+    if route.name == "events-stream":  # a stream of the stranger's own events: none
+        settings.PROJEKTOR_EVENT_STREAM_SECONDS = 1
+        response = call(stranger_api, route, world)
+        assert response.status_code == 200
+        assert response["Content-Type"] == "text/event-stream"
+        frames = b"".join(response.streaming_content).decode()
+        assert frames.startswith("retry: ") and "\nid: " not in frames, frames
+        assert MARK not in frames.lower()
+        assert snapshot(workspace) == before
+        return
     response = call(stranger_api, route, world)
     assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
     if "pk" in route.kwargs:
