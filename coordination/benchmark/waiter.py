@@ -52,7 +52,7 @@ class WaiterResult:
     ids: list[int] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     requests: int = 0
-    empty: int = 0  # answers with no events: the wait ran out
+    empty: int = 0  # long polls answered with no events: their wait ran out
     outcomes: Counter[str] = field(default_factory=Counter)
     reached_end: bool = False
     setup_error: str | None = None
@@ -97,7 +97,7 @@ def follow(
     page = json.loads(data)
     if page.get("missed"):
         result.error(f"GET /events/ after {cursor}: missed (pruned)")
-    if not page["events"]:
+    if wait and not page["events"]:
         result.empty += 1
     for event in page["events"]:
         result.ids.append(int(event["id"]))
