@@ -29,11 +29,10 @@ class HttpTarget:
     raw_key: str
 
 
-class HttpDriver:
-    """The API calls an agent makes (docs/api.md), with outcome labels for the tally."""
+class HttpClient:
+    """One kept-alive connection to the app, authenticated with the bench's key."""
 
-    def __init__(self, plan: AgentPlan, target: HttpTarget) -> None:
-        self.plan = plan
+    def __init__(self, target: HttpTarget) -> None:
         self.target = target
         self.headers = {
             "Authorization": f"Bearer {target.raw_key}",
@@ -42,10 +41,7 @@ class HttpDriver:
         }
         self.connection: http.client.HTTPConnection | None = None
         self.served = 0  # responses read on the current connection
-        self.session_id = 0
         self.reconnected = 0
-
-    # --- transport -------------------------------------------------------------------
 
     def connect(self) -> http.client.HTTPConnection:
         if self.connection is None:
@@ -86,6 +82,15 @@ class HttpDriver:
                 self.disconnect()
             return response.status, data
         raise AssertionError("unreachable")
+
+
+class HttpDriver(HttpClient):
+    """The API calls an agent makes (docs/api.md), with outcome labels for the tally."""
+
+    def __init__(self, plan: AgentPlan, target: HttpTarget) -> None:
+        super().__init__(target)
+        self.plan = plan
+        self.session_id = 0
 
     def outcome(self, method: str, path: str, payload: Any = None) -> str:
         """The request's label: its status, ``conflict`` for a file conflict,

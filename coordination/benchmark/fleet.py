@@ -1,9 +1,11 @@
-"""Run one scenario with a fleet of client processes and sum up what they report.
+"""Run a scenario with a fleet of client processes and sum up what they report.
 
 The clients are separate processes (the ``spawn`` start method: fresh interpreters
 that import only the client modules, never the command's Django), each with its
 own connection. They start together on a barrier the command takes part in, run
-until their deadline and send back raw latencies, which are summed up here.
+until their deadline and send back raw latencies, which are summed up here. A run
+may start several groups of processes at once (``started``: the ``events`` writers and
+waiters), each sending its figures on its own queue.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +162,72 @@ def release_together(barrier: Any, processes: list[Any]) -> None:
         barrier.wait(BARRIER_TIMEOUT_SECONDS)
 
 
+@dataclass(frozen=True)
+class Job:
+    """One group of client processes: ``entry(plan, target, barrier, results)`` per plan."""
+
+    entry: Callable[[Any, Any, Any, Any], None]
+    target: Any
+    plans: Sequence[Any]  # each with an ``index``
+    label: str  # in the process names
+
+
+@dataclass
+class Group:
+    """A job's running processes and the queue their figures come back on."""
+
+    processes: list[Any]
+    results: Any
+
+
+@contextlib.contextmanager
+def started(jobs: Sequence[Job], *, mode: str) -> Iterator[list[Group]]:
+    """Start every job's processes on one barrier, release them together, and yield
+    their groups (in the order of ``jobs``); on exit wait for them to end, and end
+    the ones that do not."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(sum(len(job.plans) for job in jobs) + 1)
+    groups = []
+    for job in jobs:
+        results_queue = context.Queue()
+        processes = [
+            context.Process(
+                target=job.entry,
+                args=(plan, job.target, barrier, results_queue),
+                name=f"bench-{mode}-{job.label}-{plan.index}",
+                daemon=True,
+            )
+            for plan in job.plans
+        ]
+        groups.append(Group(processes=processes, results=results_queue))
+    every = [process for group in groups for process in group.processes]
+    for process in every:
+        process.start()
+    try:
+        release_together(barrier, every)
+        yield groups
+    finally:
+        for process in every:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()  # one of ours, stuck: it is reported as missing
+                process.join(timeout=5)
+
+
+def collect(group: Group, *, deadline: float) -> list[Any]:
+    """The group's figures, one per process, until the deadline; a process that died
+    without reporting counts as missing."""
+    results: list[Any] = []
+    while len(results) < len(group.processes) and time.monotonic() < deadline:
+        try:
+            results.append(group.results.get(timeout=0.5))
+        except queue.Empty:
+            if not any(process.is_alive() for process in group.processes):
+                results.extend(drain(group.results))
+                break
+    return results
+
+
 def run_fleet(
     entry: Callable[[AgentPlan, Any, Any, Any], None],
     target: Any,
@@ -169,36 +237,8 @@ def run_fleet(
 ) -> RunFigures:
     """Start one client process per plan (``entry(plan, target, barrier, results)``),
     release them together, and sum up their figures."""
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(len(plans) + 1)
-    results_queue = context.Queue()
-    processes = [
-        context.Process(
-            target=entry,
-            args=(plan, target, barrier, results_queue),
-            name=f"bench-{mode}-{plan.scenario}-{plan.index}",
-            daemon=True,
-        )
-        for plan in plans
-    ]
-    for process in processes:
-        process.start()
-    results: list[AgentResult] = []
-    try:
-        release_together(barrier, processes)
-        deadline = time.monotonic() + max(p.seconds for p in plans) + RESULT_GRACE_SECONDS
-        while len(results) < len(plans) and time.monotonic() < deadline:
-            try:
-                results.append(results_queue.get(timeout=0.5))
-            except queue.Empty:
-                if not any(process.is_alive() for process in processes):
-                    results.extend(drain(results_queue))
-                    break  # a client died without reporting: it counts as missing
-    finally:
-        for process in processes:
-            process.join(timeout=10)
-            if process.is_alive():
-                process.terminate()  # one of ours, stuck: it is reported as missing
-                process.join(timeout=5)
     scenario = plans[0].scenario
+    with started([Job(entry, target, plans, label=scenario)], mode=mode) as (group,):
+        deadline = time.monotonic() + max(p.seconds for p in plans) + RESULT_GRACE_SECONDS
+        results = collect(group, deadline=deadline)
     return summarise(scenario, mode, results, agents=len(plans))

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordination.benchmark.delivery import LATENCY_SOURCE, DeliveryFigures
 from coordination.benchmark.fleet import Latency, RunFigures
 
 # Which per-request statement counts belong to a request kind of a scenario.
@@ -32,10 +33,10 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 class ScenarioReport:
     """A scenario's API run, its direct ceiling and its statements per op."""
 
-    name: str  # the scenario, or "files-1"
+    name: str  # the scenario, or "files-1", "events"
     scenario: str  # what the agents did (workload.SCENARIOS)
     api: RunFigures
-    direct: RunFigures | None = None
+    direct: RunFigures | None = None  # None: no ceiling to compare with (events)
     statements_per_op: float | None = None
 
     @property
@@ -61,6 +62,7 @@ class BenchReport:
     scenarios: list[ScenarioReport] = field(default_factory=list)
     throttle_off: dict[str, RunFigures] = field(default_factory=dict)
     growth: list[GrowthReport] = field(default_factory=list)
+    events: DeliveryFigures | None = None
     failures: list[str] = field(default_factory=list)
 
     def scenario(self, name: str) -> ScenarioReport | None:
@@ -122,8 +124,8 @@ def scenario_lines(row: ScenarioReport, statement_counts: dict[str, int]) -> lis
             *latency_cells(api.op_latency),
             statuses(api.statuses),
             count(row.statements_per_op),
-            number(row.direct.ops_per_second) if row.direct else "—",
-            number(row.api_over_direct, 2),
+            number(row.direct.ops_per_second) if row.direct else "n/a",
+            number(row.api_over_direct, 2) if row.direct else "n/a",
         )
     ]
     if len(api.requests) > 1:  # a cycle of requests: each kind on its own line
@@ -158,6 +160,8 @@ def render(report: BenchReport) -> str:
     for row in main:
         out.extend(scenario_lines(row, report.statements))
     out.append("(latency: per op; a lease/files op is a claim and its release, shown below it)")
+    if report.events:
+        out += ["", *delivery_lines(report.events)]
     if report.throttle_off:
         out += ["", "Rate-limit counter (per-key throttle on but never refusing, vs off):"]
         for name, off in report.throttle_off.items():
@@ -197,6 +201,37 @@ def render(report: BenchReport) -> str:
     if report.failures:
         out += ["", f"FAILURES ({len(report.failures)}):", *(f"  {f}" for f in report.failures)]
     return "\n".join(out)
+
+
+def delivery_lines(events: DeliveryFigures) -> list[str]:
+    writers, latency = events.writers, events.latency
+    agents = writers.agents
+    seen = sorted(set(events.seen.values()))
+    if events.seen_all:
+        check = (
+            f"OK: each of the {events.waiters} waiters saw all {events.table_events:,} events"
+            " of the table after its cursor, in id order, none twice"
+        )
+    else:
+        shown = ", ".join(f"{n:,}" for n in seen) or "none"
+        check = (
+            f"FAILED: the table has {events.table_events:,} events after the cursor; the"
+            f" {len(events.seen)} of {events.waiters} waiters that reported saw {shown}"
+        )
+    return [
+        f"Event delivery (events): {agents} writers claim and release files as in files,"
+        f" while {events.waiters} waiters long-poll GET /events/?wait={events.wait_seconds}"
+        f"&limit={events.page_limit}, each passing back its cursor's next:",
+        f"  writers      {number(writers.ops_per_second)} cycles/s"
+        f" (claim + release; direct ceiling n/a)",
+        f"  delivery     p50 {number(latency.p50, 1)}  p95 {number(latency.p95, 1)}"
+        f"  p99 {number(latency.p99, 1)}  max {number(latency.max, 1)} ms"
+        f" over {latency.count:,} deliveries; {events.requests:,} polls,"
+        f" {events.empty_answers:,} ended empty",
+        f"  seen-all     {check}",
+        *(f"    {problem}" for problem in events.problems),
+        f"  (delivery latency: {LATENCY_SOURCE}; {events.clock})",
+    ]
 
 
 # --- JSON ----------------------------------------------------------------------------
@@ -278,5 +313,27 @@ def as_json(report: BenchReport) -> dict[str, Any]:
         "scenarios": scenarios,
         "throttle": throttle,
         "growth": growth,
+        "events": delivery_json(report.events) if report.events else None,
         "failures": report.failures,
+    }
+
+
+def delivery_json(events: DeliveryFigures) -> dict[str, Any]:
+    return {
+        "writers": events.writers.agents,
+        "waiters": events.waiters,
+        "wait_seconds": events.wait_seconds,
+        "page_limit": events.page_limit,
+        "writer_cycles_per_s": round(events.writers.ops_per_second, 2),
+        "delivery_latency_ms": {**latency_json(events.latency), "count": events.latency.count},
+        "latency_source": LATENCY_SOURCE,
+        "clock": events.clock,
+        "table_events": events.table_events,
+        "seen_per_waiter": {str(index): n for index, n in sorted(events.seen.items())},
+        "seen_all": events.seen_all,
+        "problems": events.problems,
+        "polls": events.requests,
+        "empty_answers": events.empty_answers,
+        "statuses": dict(events.statuses),
+        "failures": events.failures,
     }

@@ -6,8 +6,10 @@
 3. gunicorn with the throttle on but never refusing; for each scenario the API run,
    then its direct run: ``heartbeat``, ``lease``, ``files`` (and ``files-1``),
    ``contended``, ``live`` (after its sessions are loaded), ``ready`` (after its
-   issues are); then ``growth``: ``files`` after the history is loaded, and again
-   with the active claims beside it.
+   issues are); then ``events`` (writers doing the files op while as many waiters
+   long-poll the event log; no direct run: a ceiling of HTTP long polls has no
+   meaning without HTTP); then ``growth``: ``files`` after the history is loaded,
+   and again with the active claims beside it.
 4. The workspace is deleted, whatever happened.
 """
 
@@ -27,7 +29,7 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.db import connection
 from django.test import override_settings
 
-from coordination.benchmark import agent, direct, load
+from coordination.benchmark import agent, delivery, direct, load
 from coordination.benchmark.environment import (
     check_direct_columns,
     direct_target,
@@ -53,7 +55,7 @@ from coordination.benchmark.statements import count_statements, statements_per_o
 from coordination.benchmark.workload import SCENARIOS, AgentPlan
 from coordination.services import rate_limits
 
-EXTRAS = ("files-1", "throttle-off", "growth")
+EXTRAS = ("files-1", "events", "throttle-off", "growth")
 CHOICES = SCENARIOS + EXTRAS
 DEFAULT_AGENTS = 16
 DEFAULT_SECONDS = 15.0
@@ -115,9 +117,11 @@ class Bench:
             self.count_statements(["heartbeat", "lease", "files"])
             if self.wants("throttle-off"):
                 self.throttle_off_runs()
-            if any(self.wants(name) for name in (*SCENARIOS, "files-1", "growth")):
+            if any(self.wants(name) for name in (*SCENARIOS, "files-1", "events", "growth")):
                 with self.serving(THROTTLE_NEVER_REFUSES):
                     self.main_runs()
+                    if self.wants("events"):
+                        self.events_run()
                     if self.wants("growth"):
                         self.growth_runs()
         finally:
@@ -167,6 +171,39 @@ class Bench:
                 statements_per_op=statements_per_op(name, self.report.statements, api.outcomes),
             )
         )
+
+    def events_run(self) -> None:
+        server, bench = self.require_server(), self.require_bench()
+        agents = self.options.agents
+        target = agent.HttpTarget(host=server.host, port=server.port, raw_key=bench.raw_key)
+        load.settle()
+        self.progress(f"events: {agents} writers (files) beside {agents} waiters (GET /events/)")
+        figures = delivery.run(bench, target, self.plans("files", agents), waiters=agents)
+        self.record("events (writers)", figures.writers)
+        latency = figures.latency
+        self.progress(
+            f"  {'events (delivery)':<24} {figures.waiters} waiters, {latency.count:,} deliveries"
+            f"  p50 {latency.p50:.1f} ms  p99 {latency.p99:.1f} ms;"
+            f" seen-all {'OK' if figures.seen_all else 'FAILED'}"
+        )
+        self.report.events = figures
+        self.report.scenarios.append(
+            ScenarioReport(
+                name="events",
+                scenario="files",
+                api=figures.writers,
+                direct=None,
+                statements_per_op=statements_per_op(
+                    "files", self.report.statements, figures.writers.outcomes
+                ),
+            )
+        )
+        failures = [*figures.failures, *figures.problems]
+        if not figures.seen_all and not figures.problems:
+            failures.append("the waiters did not all see every event (see above)")
+        self.report.failures.extend(f"events: {failure}" for failure in failures)
+        if failures or figures.writers.failures:
+            self.report.failures.append(f"events: gunicorn log:\n{server.log_tail()}")
 
     def growth_runs(self) -> None:
         bench = self.require_bench()
