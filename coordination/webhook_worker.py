@@ -153,10 +153,12 @@ class Worker:
                 more = True  # a whole batch: there may be more at once
         except DatabaseError as error:
             log.warning("webhook %s: database error (%s); will retry", webhook_id, error)
-            connection.close()
         except Exception:
             log.exception("webhook %s: delivery failed unexpectedly", webhook_id)
         finally:
+            # A pool thread's connection is not kept between jobs: nothing would close
+            # it when the pool ends, and a job (up to a batch) is worth a new one.
+            connection.close()
             with self._lock:
                 self._busy.discard(webhook_id)
         if more:

@@ -25,13 +25,16 @@ from coordination.services import events, webhooks
         ("169.254.169.254", "link-local"),  # the cloud metadata address
         ("fe80::1", "link-local"),
         ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped
-        ("0.0.0.0", "reserved"),
-        ("100.64.0.1", "reserved"),  # carrier-grade NAT: not global
         ("224.0.0.1", "multicast"),
     ],
 )
 def test_addresses_that_are_not_public_are_refused(address, kind):
     assert webhooks.refusal_of(address) == kind
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "100.64.0.1", "192.0.2.1", "::"])
+def test_unspecified_shared_and_documentation_addresses_are_refused(address):
+    assert webhooks.refusal_of(address) is not None
 
 
 @pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])
