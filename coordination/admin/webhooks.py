@@ -54,9 +54,9 @@ class WebhookAdmin(admin.ModelAdmin):
     list_select_related = ["workspace"]
     search_fields = ["url", "deactivated_reason"]
     readonly_fields = ["deactivated_reason", "created_at"]
-    url_cell = display.clipped("url", 44, description="url")
-    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
-    reason_cell = display.clipped("deactivated_reason", 48, description="deactivated because")
+    url_cell = display.clipped("url", 30, description="url")
+    workspace_cell = display.clipped("workspace.slug", 12, description="workspace")
+    reason_cell = display.clipped("deactivated_reason", 28, description="deactivated because")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # Never the secret: it is shown once, when the webhook is added.
@@ -65,7 +65,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="types")
     def types_cell(self, obj: m.Webhook) -> SafeString | str:
-        return display.clip(", ".join(obj.types) or "all", 40)
+        return display.clip(", ".join(obj.types) or "all", 20)
 
     def save_model(self, request: HttpRequest, obj: m.Webhook, form: Any, change: bool) -> None:
         data = form.cleaned_data
@@ -89,7 +89,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     search_fields = ["=id", "=event_id", "webhook__url", "last_error"]
     actions = ["redeliver"]
     next = display.dated("next_attempt_at", "next attempt")
-    webhook_cell = display.clipped("webhook.url", 36, description="webhook")
+    webhook_cell = display.clipped("webhook.url", 20, description="webhook")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.WebhookDelivery]:
         event_type = m.Event.objects.filter(pk=OuterRef("event_id")).values("type")[:1]
@@ -112,7 +112,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     @admin.display(description="last answer")
     def last(self, obj: m.WebhookDelivery) -> SafeString | str:
         told = obj.last_error or (f"HTTP {obj.last_status}" if obj.last_status else "")
-        return display.clip(told, 40)
+        return display.clip(told, 22)
 
     @admin.action(description="Redeliver selected deliveries")
     def redeliver(self, request: HttpRequest, queryset: QuerySet[m.WebhookDelivery]) -> None:
