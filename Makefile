@@ -23,9 +23,12 @@ browser:
 		|| { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }; \
 	fi
 
+# The webhook worker runs beside the server and stops when it does (Ctrl-C included).
 run: install
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
 	DEBUG=true $(BIN)/python manage.py seed_demo
+	DEBUG=true $(BIN)/python manage.py deliver_webhooks & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 lint: install

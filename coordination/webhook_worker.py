@@ -32,6 +32,7 @@ DEFAULT_POLL_SECONDS = 0.5
 # Deliveries in a row to one webhook before its thread goes back to the pool: a busy
 # webhook does not starve the others.
 BATCH = 50
+RENDERED_CACHE = 2000  # events' bodies kept, for the other webhooks they go to
 
 
 class HttpSender:
@@ -40,6 +41,8 @@ class HttpSender:
     def __init__(self, timeout: float = webhooks.TIMEOUT_SECONDS) -> None:
         self.timeout = timeout
         self._local = threading.local()
+        self._rendered: dict[int, tuple[str, bytes]] = {}
+        self._cache_lock = threading.Lock()
 
     def client(self) -> httpx.Client:
         client = getattr(self._local, "client", None)
@@ -49,11 +52,22 @@ class HttpSender:
             self._local.client = client
         return client
 
-    def render(self, event: Event) -> bytes:
-        from coordination.api.serializers.events import EventSerializer
-
-        data = EventSerializer(event).data
-        return json.dumps(data, cls=JSONEncoder, separators=(",", ":")).encode()
+    def render(self, event_id: int) -> tuple[str, bytes] | None:
+        """The event's type and JSON, rendered once for every webhook it goes to
+        (events never change)."""
+        with self._cache_lock:
+            cached = self._rendered.get(event_id)
+        if cached is not None:
+            return cached
+        event = Event.objects.select_related("project", "agent").filter(pk=event_id).first()
+        if event is None:
+            return None
+        rendered = (event.type, body_of(event))
+        with self._cache_lock:
+            if len(self._rendered) >= RENDERED_CACHE:
+                self._rendered.pop(next(iter(self._rendered)))  # the oldest
+            self._rendered[event_id] = rendered
+        return rendered
 
     def post(self, target: Target, headers: dict[str, str], body: bytes) -> Attempt:
         url, pinned_headers, extensions = target.pinned()
@@ -76,6 +90,14 @@ class HttpSender:
             return Attempt(None, f"No answer within {self.timeout:g} s.")
         except httpx.HTTPError as error:
             return Attempt(None, f"{type(error).__name__}: {error}"[: webhooks.MAX_ERROR_CHARS])
+
+
+def body_of(event: Event) -> bytes:
+    """What /events/ shows of the event (the API's own serializer), compact."""
+    from coordination.api.serializers.events import EventSerializer
+
+    data = EventSerializer(event).data
+    return json.dumps(data, cls=JSONEncoder, separators=(",", ":")).encode()
 
 
 def excerpt(response: httpx.Response, limit: int = 200) -> str:

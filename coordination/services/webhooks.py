@@ -260,9 +260,10 @@ class Attempt:
 
 
 class Sender(Protocol):
-    """The worker's side of a delivery: the event's body, and the POST itself."""
+    """The worker's side of a delivery: the event's type and body (None: the event is
+    gone), and the POST itself."""
 
-    def render(self, event: Event) -> bytes: ...
+    def render(self, event_id: int) -> tuple[str, bytes] | None: ...
 
     def post(self, target: Target, headers: dict[str, str], body: bytes) -> Attempt: ...
 
@@ -285,22 +286,24 @@ def claimed_head(webhook_id: int, now: datetime) -> Iterator[WebhookDelivery | N
     """The webhook's head delivery if it is due, claimed (see the module docstring);
     None if there is none, it is not due, or another worker holds it."""
     head = (
-        WebhookDelivery.objects.filter(webhook_id=webhook_id, state=State.PENDING)
+        WebhookDelivery.objects.select_related("webhook")
+        .filter(webhook_id=webhook_id, state=State.PENDING, webhook__active=True)
         .order_by("id")
-        .values_list("id", "next_attempt_at")
         .first()
     )
-    if head is None or (head[1] is not None and head[1] > now):
+    if head is None or (head.next_attempt_at is not None and head.next_attempt_at > now):
         yield None
         return
-    rows = WebhookDelivery.objects.select_related("webhook").filter(
-        pk=head[0], state=State.PENDING, webhook__active=True
-    )
     if connection.vendor != "postgresql":
-        yield rows.first()
+        yield head
         return
     with transaction.atomic():  # held while sending: the lock is the claim
-        yield rows.select_for_update(skip_locked=True, of=("self",)).first()
+        # Still as read (``attempts`` moves with every outcome written), and not
+        # being sent by another worker (then its lock makes us skip it).
+        still = WebhookDelivery.objects.filter(
+            pk=head.pk, state=State.PENDING, attempts=head.attempts
+        ).select_for_update(skip_locked=True)
+        yield head if still.values_list("pk").first() is not None else None
 
 
 def deliver_next(webhook_id: int, *, sender: Sender) -> Attempt | None:
@@ -308,23 +311,21 @@ def deliver_next(webhook_id: int, *, sender: Sender) -> Attempt | None:
     with claimed_head(webhook_id, timezone.now()) as delivery:
         if delivery is None:
             return None
-        event = (
-            Event.objects.select_related("project", "agent").filter(pk=delivery.event_id).first()
-        )
-        if event is None:  # pruned (prune_events) before it could be sent
+        rendered = sender.render(delivery.event_id)
+        if rendered is None:  # pruned (prune_events) before it could be sent
             attempt = Attempt(None, "The event was pruned before it was sent.", final=True)
             record(delivery, attempt)
             return attempt
+        event_type, body = rendered
         webhook = delivery.webhook
         try:
             target = check_url(webhook.url)  # again: DNS may answer differently now
         except InvalidInput as refused:
             attempt = Attempt(None, refused.detail)
         else:
-            body = sender.render(event)
             headers = {
                 "Content-Type": "application/json",
-                "X-Projektor-Event": event.type,
+                "X-Projektor-Event": event_type,
                 "X-Projektor-Delivery": str(delivery.pk),
                 "X-Projektor-Signature": signature(webhook.secret, body),
             }
@@ -360,7 +361,7 @@ def record(delivery: WebhookDelivery, attempt: Attempt) -> bool:
         )[:MAX_ERROR_CHARS]
     else:
         changes["next_attempt_at"] = now + backoff(delivery.attempts + 1)
-    with transaction.atomic():
+    with transaction.atomic():  # only the deactivation's two rows need it (savepoint on PG)
         written = WebhookDelivery.objects.filter(
             pk=delivery.pk, state=State.PENDING, attempts=delivery.attempts
         ).update(**changes)

@@ -113,9 +113,7 @@ def test_only_the_chosen_types_and_only_events_after_creation_are_sent(workspace
     assert Webhook.objects.get(pk=webhook.pk).cursor == latest.pk  # past the others too
 
 
-def test_a_refused_delivery_is_retried_with_backoff_until_it_is_taken(
-    workspace, receiver, worker
-):
+def test_a_refused_delivery_is_retried_with_backoff_until_it_is_taken(workspace, receiver, worker):
     webhook = hook(workspace, receiver)
     answers = iter([500, 503, 200])
     receiver.answer = lambda request: next(answers)
@@ -162,7 +160,9 @@ def test_a_hanging_receiver_does_not_hold_up_other_webhooks(workspace, receiver,
     let_go = threading.Event()
     slow = hook(workspace, receiver, "/slow")
     quick = hook(workspace, receiver, "/quick")
-    receiver.answer = lambda request: 200 if request.path == "/quick" or let_go.wait(DEADLINE) else 500
+    receiver.answer = lambda request: (
+        200 if request.path == "/quick" or let_go.wait(DEADLINE) else 500
+    )
     ids = emit(workspace, 5)
 
     wait_until(lambda: len(receiver.requests("/quick")) == 5, "the quick webhook's events")
