@@ -58,7 +58,7 @@ class WebhookAdmin(admin.ModelAdmin):
     workspace_cell = display.clipped("workspace.slug", 12, description="workspace")
     reason_cell = display.clipped("deactivated_reason", 28, description="deactivated because")
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Never the secret: it is shown once, when the webhook is added.
         base = ["workspace", "url", "types", "active"]
         return [*base, "deactivated_reason", "created_at"] if obj is not None else base
