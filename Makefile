@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run test test-sqlite test-postgres lint bench bench-claims bench-heatmap browser install clean
+.PHONY: run test test-sqlite test-postgres lint bench bench-claims bench-heatmap bench-webhooks browser install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,15 @@ bench-heatmap: install
 	rm -f /tmp/projektor-bench-heatmap.sqlite3*
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap
+
+# Webhook deliveries per second to a local receiver, on PostgreSQL and on SQLite.
+bench-webhooks: install
+	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_webhooks
+	rm -f /tmp/projektor-bench-webhooks.sqlite3*
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-webhooks.sqlite3 $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-webhooks.sqlite3 $(BIN)/python manage.py bench_webhooks
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache
