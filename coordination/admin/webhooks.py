@@ -89,7 +89,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     search_fields = ["=id", "=event_id", "webhook__url", "last_error"]
     actions = ["redeliver"]
     next = display.dated("next_attempt_at", "next attempt")
-    webhook_cell = display.clipped("webhook.url", 20, description="webhook")
+    webhook_cell = display.clipped("webhook.url", 18, description="webhook")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.WebhookDelivery]:
         event_type = m.Event.objects.filter(pk=OuterRef("event_id")).values("type")[:1]
@@ -112,7 +112,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     @admin.display(description="last answer")
     def last(self, obj: m.WebhookDelivery) -> SafeString | str:
         told = obj.last_error or (f"HTTP {obj.last_status}" if obj.last_status else "")
-        return display.clip(told, 22)
+        return display.clip(told, 18)
 
     @admin.action(description="Redeliver selected deliveries")
     def redeliver(self, request: HttpRequest, queryset: QuerySet[m.WebhookDelivery]) -> None:
