@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run serve test test-sqlite test-postgres lint bench bench-claims bench-heatmap browser prometheus install clean
+.PHONY: run serve test test-sqlite test-postgres lint bench bench-claims bench-heatmap bench-webhooks browser prometheus install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,12 @@ prometheus:
 		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }; \
 	fi
 
+# The webhook worker runs beside the server and stops when it does (Ctrl-C included).
 run: install
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
 	DEBUG=true $(BIN)/python manage.py seed_demo
+	DEBUG=true $(BIN)/python manage.py deliver_webhooks & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 # Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
@@ -43,11 +46,8 @@ serve: install
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py migrate --noinput
 	@set -e; \
-	: "WEBHOOK WORKER: started beside gunicorn once its command exists"; \
-	if [ -f coordination/management/commands/deliver_webhooks.py ]; then \
-		$(BIN)/python manage.py deliver_webhooks & worker=$$!; \
-		trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	fi; \
+	$(BIN)/python manage.py deliver_webhooks & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/gunicorn projektor.wsgi
 
 lint: install
@@ -110,6 +110,15 @@ bench-heatmap: install
 	rm -f /tmp/projektor-bench-heatmap.sqlite3*
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap
+
+# Webhook deliveries per second to a local receiver, on PostgreSQL and on SQLite.
+bench-webhooks: install
+	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_webhooks
+	rm -f /tmp/projektor-bench-webhooks.sqlite3*
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-webhooks.sqlite3 $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-webhooks.sqlite3 $(BIN)/python manage.py bench_webhooks
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache

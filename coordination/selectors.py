@@ -34,12 +34,15 @@ from coordination.models import (
     AgentSession,
     AgentSessionQuerySet,
     ClaimConflict,
+    Event,
     FileClaim,
     Issue,
     IssueLease,
     Message,
     Project,
     Run,
+    Webhook,
+    WebhookDelivery,
     WipCapDenial,
     Workspace,
     Worktree,
@@ -276,6 +279,20 @@ def messages(workspace: Workspace) -> QuerySet[Message]:
         .select_related("agent")
         .order_by("-created_at", "-id")
     )
+
+
+def webhooks(workspace: Workspace) -> QuerySet[Webhook]:
+    return Webhook.objects.filter(workspace=workspace).order_by("id")
+
+
+def webhook_deliveries(webhook: Webhook, *, state: str | None = None) -> QuerySet[WebhookDelivery]:
+    """Newest first, each with its event's type (a subquery, not a join: a pruned
+    event leaves its delivery listed, with no type)."""
+    rows = WebhookDelivery.objects.filter(webhook=webhook)
+    if state is not None:
+        rows = rows.filter(state=state)
+    event_type = Event.objects.filter(pk=OuterRef("event_id")).values("type")[:1]
+    return rows.annotate(event_type=Subquery(event_type)).order_by("-id")
 
 
 # --- workspaces: who may see which, and each at a glance ---------------------------

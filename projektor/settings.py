@@ -372,6 +372,12 @@ SPECTACULAR_SETTINGS = {
             "or stream it (Server-Sent Events). Never misses an event (invariant 12).",
         },
         {
+            "name": "Webhooks",
+            "description": "The event log pushed to your URL: signed with HMAC-SHA256, in "
+            "event order per webhook, at least once, retried with backoff; a webhook whose "
+            "delivery fails for the whole retry window is deactivated, saying why.",
+        },
+        {
             "name": "Worktrees and runs",
             "description": "Checkouts, and the runs of issues on them: a run that needs "
             "a filesystem locks one worktree exclusively (invariant 10).",
@@ -403,6 +409,8 @@ SPECTACULAR_SETTINGS = {
         "IssueStatusEnum": "coordination.models.Issue.Status",
         "SessionStatusEnum": "coordination.models.AgentSession.Status",
         "RunStatusEnum": "coordination.models.Run.Status",
+        "EventTypeEnum": "coordination.models.EventType",
+        "DeliveryStateEnum": "coordination.models.WebhookDelivery.State",
     },
 }
 

@@ -214,3 +214,16 @@ def _fresh_rate_limits(request: pytest.FixtureRequest) -> None:
             return
         request.getfixturevalue("_django_db_helper")
     rate_limits.clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """SQLite's test database is a file, as in production, not shared-cache memory:
+    there, connections of other threads (the webhook worker's pool, waiters) lock
+    whole tables against each other and fail at once instead of waiting their turn."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        folder = tmp_path_factory.mktemp("sqlite")
+        database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")

@@ -1,4 +1,11 @@
 """The operators' console: who is live, what is held, the logs, and actions that go
 through the services (so no invariant can be broken from here)."""
 
-from coordination.admin import fleet, issues, logs, sessions, tracker  # noqa: F401  (register)
+from coordination.admin import (  # noqa: F401  (register)
+    fleet,
+    issues,
+    logs,
+    sessions,
+    tracker,
+    webhooks,
+)

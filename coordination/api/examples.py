@@ -191,3 +191,44 @@ RUN = {
 }
 FINISHED_RUN = {**RUN, "status": "succeeded", "finished_at": at("09:58:40")}
 WORKFLOW = get_workflow()  # the rules themselves, not a copy of them
+WEBHOOK = {
+    "id": 3,
+    "url": "https://ci.example.com/hooks/projektor",
+    "types": ["claims.released", "lease.released"],
+    "active": True,
+    "deactivated_reason": "",
+    "created_at": at("08:30:00"),
+}
+NEW_WEBHOOK = {"url": WEBHOOK["url"], "types": WEBHOOK["types"]}
+CREATED_WEBHOOK = {**WEBHOOK, "secret": "q0X4mC2s9yJv7n1Lk3pR8tWd5eZb6aHu0iOf2gNc4xE"}
+DEACTIVATED_WEBHOOK = {
+    **WEBHOOK,
+    "active": False,
+    "deactivated_reason": "Delivery 41 (event 812) failed for 24 h, 158 attempts; the last: "
+    "HTTP 503: Service Unavailable",
+}
+DELIVERY = {
+    "id": 41,
+    "event": 812,
+    "type": "lease.released",
+    "state": "pending",
+    "attempts": 2,
+    "last_status": 503,
+    "last_error": "HTTP 503: Service Unavailable",
+    "next_attempt_at": at("09:31:11"),
+    "delivered_at": None,
+    "created_at": at("09:31:07"),
+}
+DELIVERED = {
+    **DELIVERY,
+    "id": 40,
+    "event": 809,
+    "type": "lease.granted",
+    "state": "delivered",
+    "attempts": 1,
+    "last_status": 200,
+    "last_error": "",
+    "next_attempt_at": None,
+    "delivered_at": at("09:12:43"),
+    "created_at": at("09:12:42"),
+}

@@ -1,7 +1,16 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from coordination.api import events, file_claims, issues, messages, runs, sessions, work
+from coordination.api import (
+    events,
+    file_claims,
+    issues,
+    messages,
+    runs,
+    sessions,
+    webhooks,
+    work,
+)
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -18,6 +27,7 @@ router.register("runs", runs.RunViewSet, basename="run")
 router.register("file-claims", file_claims.FileClaimViewSet, basename="file-claim")
 router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
 router.register("messages", messages.MessageViewSet, basename="message")
+router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 
 urlpatterns = [
     path("workflow/", issues.WorkflowView.as_view(), name="workflow"),

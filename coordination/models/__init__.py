@@ -33,6 +33,7 @@ from coordination.models.tracker import (
     Project,
     Worktree,
 )
+from coordination.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "Agent",
@@ -52,6 +53,8 @@ __all__ = [
     "ReleaseReason",
     "Run",
     "RunQuerySet",
+    "Webhook",
+    "WebhookDelivery",
     "WipCapDenial",
     "Workspace",
     "Worktree",

@@ -1,9 +1,10 @@
 """The fleet's gauges and counters, computed when Prometheus scrapes.
 
-Seven grouped statements, whatever the number of workspaces, projects or rows (a
+Eight grouped statements, whatever the number of workspaces, projects or rows (a
 test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
 live sessions, unreleased leases (split by their holder's liveness, invariant 1),
-unreleased file claims, claim conflicts and WIP-cap denials. A workspace or project
+unreleased file claims, claim conflicts, WIP-cap denials and webhook deliveries by
+state. A workspace or project
 with none of something shows 0, so "no live agents" is a value an alert can see.
 The two counters count the append-only logs (invariant 8): they only grow.
 """
@@ -20,6 +21,7 @@ from coordination.models import (
     FileClaim,
     IssueLease,
     Project,
+    WebhookDelivery,
     WipCapDenial,
     Workspace,
 )
@@ -106,6 +108,19 @@ def fleet_metrics() -> list[Metric]:
         leases_family.add_metric([slug, key, "live"], live)
         leases_family.add_metric([slug, key, "stale"], total - live)
         limits_family.add_metric([slug, key], limit)
+    deliveries = dict(
+        WebhookDelivery.objects.order_by()
+        .values("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+    deliveries_family = GaugeMetricFamily(
+        "projektor_webhook_deliveries",
+        "Webhook deliveries by state (pending, delivered, failed).",
+        labels=["state"],
+    )
+    for state in WebhookDelivery.State.values:
+        deliveries_family.add_metric([state], deliveries.get(state, 0))
     return [
         sessions_family,
         leases_family,
@@ -113,4 +128,5 @@ def fleet_metrics() -> list[Metric]:
         claims_family,
         conflicts_family,
         denials_family,
+        deliveries_family,
     ]

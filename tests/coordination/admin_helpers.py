@@ -107,6 +107,13 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             agent=agent,
             data={"lease": n + 1, "fence": 1},
         )
+        webhook = m.Webhook.objects.create(
+            workspace=workspace, url=f"https://hooks.example.test/{n}", secret="s" * 20
+        )
+        event = m.Event.objects.create(workspace=workspace, type="message.posted")
+        m.WebhookDelivery.objects.create(
+            workspace=workspace, webhook=webhook, event=event, last_status=500, last_error="No."
+        )
 
 
 # --- a crowded fleet, for the browser's widths ------------------------------------------
@@ -227,8 +234,41 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
         sessions.end_session(workspace=workspace, session_id=session.pk)
     for n in range(3):
         ApiKey.issue(workspace, f"fleet key for the nightly release pipeline {n}")
+    crowd_webhooks(workspace)
     return {"stale": crew[1], "reported": reported}
 
 
 def file_claims_of(issue) -> list[str]:
     return sorted(FileClaim.objects.filter(issue=issue).values_list("path", flat=True))
+
+
+def crowd_webhooks(workspace) -> None:
+    """Webhooks with long URLs and reasons, and deliveries in every state."""
+    events = list(m.Event.objects.filter(workspace=workspace).order_by("id")[:6])
+    long_url = "https://ci.example.com/hooks/projektor/platform-services/release-pipeline"
+    for n, active in enumerate([True, False]):
+        webhook = m.Webhook.objects.create(
+            workspace=workspace,
+            url=f"{long_url}/{n}?token=a-long-query-string-of-the-receiver",
+            types=list(m.EventType.values[:5]),
+            secret="s" * 32,
+            active=active,
+            deactivated_reason=""
+            if active
+            else "Delivery 41 (event 812) failed for 24 h, 158 attempts; the last: HTTP 503: "
+            + "Service Unavailable " * 4,
+        )
+        for k, event in enumerate(events):
+            state = ["pending", "delivered", "failed"][k % 3]
+            m.WebhookDelivery.objects.create(
+                workspace=workspace,
+                webhook=webhook,
+                event=event,
+                state=state,
+                attempts=k,
+                last_status=503 if state != "delivered" else 200,
+                last_error="ConnectError: [Errno 111] Connection refused " * 3
+                if state != "delivered"
+                else "",
+                next_attempt_at=timezone.now() if state == "pending" else None,
+            )

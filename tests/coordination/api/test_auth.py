@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from coordination.api import urls as api_urls
 from coordination.errors import CoordinationError
 from coordination.models import ApiKey, Issue, IssueLease, Project, Workspace
-from coordination.services import agents, file_claims, leases, messages, worktrees
+from coordination.services import agents, file_claims, leases, messages, webhooks, worktrees
 from tests.api_helpers import V1, assert_error
 from tests.conftest import make_client
 
@@ -102,7 +102,10 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
             refused()
     messages.post_message(workspace=workspace, scope=f"issue:{first.pk}", body=f"{MARK} note")
     lease = IssueLease.objects.get(issue=first, released_at__isnull=True)
+    hook = webhooks.create_webhook(workspace=workspace, url=f"http://93.184.216.34/{MARK}")
+    webhooks.enqueue(hook.pk)  # a delivery of each event so far
     ids = {
+        "webhooks": hook.pk,
         "sessions": session.pk,
         "projects": project.pk,
         "issues": first.pk,
@@ -136,6 +139,8 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "file-claim-check": {"issue": issue, "paths": [path]},
         "file-claim-release": {"issue": issue},
         "message-list": {"scope": f"issue:{issue}", "body": f"{MARK} spoofed"},
+        "webhook-list": {"url": f"http://93.184.216.34/{MARK}-spoofed"},
+        "webhook-detail": {"active": False},
     }
     return bodies[route.name]
 
@@ -185,6 +190,7 @@ STRANGER_WRITES = {
     "file-claim-check": 404,
     "file-claim-release": 404,
     "message-list": 400,
+    "webhook-list": 201,
 }
 
 

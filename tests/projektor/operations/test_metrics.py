@@ -9,14 +9,14 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordination.errors import FileConflict, WipLimitReached
-from coordination.models import Issue, Project, Workspace
+from coordination.models import Event, Issue, Project, Webhook, WebhookDelivery, Workspace
 from coordination.services import file_claims, leases
 from projektor.operations import metrics
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
 
-FLEET_STATEMENTS = 7
+FLEET_STATEMENTS = 8
 # SELECT 1, django_migrations, then one get per cache kept in the database.
 READINESS_STATEMENTS = 2
 
@@ -89,6 +89,23 @@ def test_the_fleet_is_the_truth(fleet):
     assert value(samples, "projektor_wip_denials_total", workspace="globex") == 0
     for check in ("database", "migrations", "cache"):
         assert value(samples, "projektor_ready", check=check) == 1
+    for state in ("pending", "delivered", "failed"):
+        assert value(samples, "projektor_webhook_deliveries", state=state) == 0
+
+
+def test_webhook_deliveries_are_counted_by_state(workspace):
+    webhook = Webhook.objects.create(
+        workspace=workspace, url="https://hooks.example.test/", secret="s" * 20
+    )
+    for n, state in enumerate(["pending", "failed", "failed"]):
+        event = Event.objects.create(workspace=workspace, type="message.posted", data={"n": n})
+        WebhookDelivery.objects.create(
+            workspace=workspace, webhook=webhook, event=event, state=state
+        )
+    samples = scrape()
+    assert value(samples, "projektor_webhook_deliveries", state="pending") == 1
+    assert value(samples, "projektor_webhook_deliveries", state="failed") == 2
+    assert value(samples, "projektor_webhook_deliveries", state="delivered") == 0
 
 
 def test_a_scrape_costs_the_same_statements_whatever_the_fleet(
