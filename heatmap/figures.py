@@ -104,7 +104,9 @@ def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str
     return figure
 
 
-def daily_bars(daily: DailySeries, *, title: str, colours: dict[str, str]) -> go.Figure:
+def daily_bars(
+    daily: DailySeries, *, title: str, colours: dict[str, str], height: int = 300
+) -> go.Figure:
     """One stacked bar per day, a segment per series."""
     figure = go.Figure()
     for name, values in daily.series.items():
@@ -119,8 +121,8 @@ def daily_bars(daily: DailySeries, *, title: str, colours: dict[str, str]) -> go
         **layout(
             title={"text": title, "x": 0, "font": {"size": 15}},
             barmode="stack",
-            height=300,
-            xaxis={"type": "date"},
+            height=height,
+            xaxis={"type": "date", "tickformat": "%b %d"},
             yaxis=count_axis(largest),
         )
     )
