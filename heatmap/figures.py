@@ -59,29 +59,14 @@ def count_axis(largest: int) -> dict[str, object]:
     return axis
 
 
-def tile_heat(heatmap: Heatmap) -> dict[str, float]:
-    """Each tile's own heat: a leaf tile's count, a directory's mean over the leaf tiles
-    below it. A big directory of cold files stays cold; a hot file stands out."""
-    parents = {node.path.rpartition("/")[0] for node in heatmap.nodes if node.depth > 1}
-    leaves = [node for node in heatmap.nodes if node.path not in parents]
-    sums: dict[str, list[int]] = {}
-    for leaf in leaves:
-        segments = leaf.path.split("/")
-        for end in range(len(segments) - leaf.depth + 1, len(segments) + 1):
-            tally = sums.setdefault("/".join(segments[:end]), [0, 0])
-            tally[0] += leaf.count
-            tally[1] += 1
-    return {path: total / count for path, (total, count) in sums.items()}
-
-
 def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str]) -> go.Figure:
-    """The prefixes as a treemap, sized by count and coloured by ``tile_heat``.
+    """The prefixes as a treemap, sized by count and coloured by each tile's own heat
+    (events per file below it, ``Node.heat``), so a hot file outshines a big directory.
 
     ``customdata`` holds, per tile, the page to load when it is clicked: a directory
     drills into itself, the root goes one level up, a file goes nowhere.
     """
     noun = NOUNS[heatmap.mode]
-    heat = tile_heat(heatmap)
     parent_prefix = heatmap.prefix.rpartition("/")[0] if heatmap.prefix else None
     ids, labels, parents, values, colours, links = (
         [ROOT_ID],
@@ -97,7 +82,7 @@ def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str
         labels.append(f"{name}/" if node.is_dir else name)
         parents.append(parent if node.depth > 1 else ROOT_ID)
         values.append(node.count)
-        colours.append(round(heat.get(node.path, node.count), 2))
+        colours.append(round(node.heat, 2))
         links.append(drill_url(node.path) if node.is_dir else "")
     hottest = max(colours[1:], default=0) or 1
     figure = go.Figure(
@@ -121,7 +106,9 @@ def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str
                 "line": {"width": 1, "color": "#ffffff"},
             },
             texttemplate="<b>%{label}</b><br>%{value}",
-            hovertemplate=f"<b>%{{id}}</b><br>%{{value}} {noun}<extra></extra>",
+            hovertemplate=(
+                f"<b>%{{id}}</b><br>%{{value}} {noun}<br>%{{color:.1f}} per file<extra></extra>"
+            ),
             tiling={"pad": 2},
             maxdepth=heatmap.depth + 1,
             pathbar={"visible": False},

@@ -34,7 +34,7 @@ def drill(prefix: str) -> str:
     return f"?prefix={prefix}"
 
 
-ROWS = [("src/api", True, 3), ("src/web", True, 1), ("README.md", False, 2)]
+ROWS = [("src/api", True, 3, 3), ("src/web", True, 1, 1), ("README.md", False, 2, 1)]
 
 
 def test_treemap_tiles_are_the_root_then_each_prefix_sized_by_its_count():
@@ -58,26 +58,26 @@ def test_a_directory_drills_into_itself_a_file_goes_nowhere_the_root_goes_up():
         "src/api": "?prefix=src/api",
         "src/web": "?prefix=src/web",
     }
-    below = heatmap([("src/api/views.py", False, 2)], prefix="src/api", depth=1)
+    below = heatmap([("src/api/views.py", False, 2, 1)], prefix="src/api", depth=1)
     inner = figures.treemap(below, root_label="src/api", drill_url=drill).data[0]
     assert inner.customdata[0] == "?prefix=src"  # one level up
     assert inner.parents == ("", "/")
-    one_down = heatmap([("src/api", True, 1)], prefix="src", depth=1)
+    one_down = heatmap([("src/api", True, 1, 1)], prefix="src", depth=1)
     assert figures.treemap(one_down, root_label="src", drill_url=drill).data[0].customdata[0] == (
         "?prefix="  # up from a top-level directory: the root
     )
 
 
 def test_the_treemap_colours_each_tile_by_its_own_heat_not_its_size():
-    # src/ holds 4 claims over two tiles (3 and 1): its colour is their mean, 2, so it
-    # is no hotter than README.md (2), and src/api (3) is the hottest colour.
+    # src/ holds 4 claims on 4 files: 1 per file, as cool as src/api (3 on 3) and
+    # src/web; README.md (2 claims on itself) is the hottest tile.
     marker = figures.treemap(heatmap(ROWS), root_label="acme", drill_url=drill).data[0].marker
-    assert marker.colors == (0, 2, 3, 2, 1)
-    assert (marker.cmin, marker.cmax) == (0, 3)
+    assert marker.colors == (0, 1, 1, 2, 1)
+    assert (marker.cmin, marker.cmax) == (0, 2)
 
 
 def test_a_big_directory_of_cold_files_is_cooler_than_one_hot_file():
-    rows = [(f"big/f{n}.py", False, 1) for n in range(10)] + [("hot.py", False, 6)]
+    rows = [("big", True, 10, 10), ("hot.py", False, 6, 1)]
     colours = dict(
         zip(
             *[
