@@ -149,7 +149,7 @@ def board(
         .filter(rank__lte=CARDS_PER_COLUMN)
         .order_by("status", "rank")
     )
-    columns = {
+    columns: dict[str, Column] = {
         status: Column(
             status=status,
             label=Issue.Status(status).label,
@@ -283,7 +283,7 @@ def agent_story(
         suffered=list(suffered.order_by("-occurred_at", "-id")[:LIST_LIMIT]),
         caused_total=caused.count(),
         suffered_total=suffered.count(),
-        issues=list(worked),
+        issues=[dict(row) for row in worked],
     )
 
 
@@ -302,8 +302,8 @@ class PathStory:
 
 def path_story(workspace: Workspace, path: str, *, since: datetime, until: datetime) -> PathStory:
     """``path`` itself and, for a directory, everything under it (whole segments)."""
-    claims = under_prefix(FileClaim.objects.filter(workspace=workspace), "path", path)
-    in_time = in_window(claims, "claimed_at", since, until)
+    claims = FileClaim.objects.filter(workspace=workspace).with_live()
+    in_time = in_window(under_prefix(claims, "path", path), "claimed_at", since, until)
     conflicts = in_window(
         under_prefix(ClaimConflict.objects.filter(workspace=workspace), "path", path),
         "occurred_at",
@@ -313,13 +313,13 @@ def path_story(workspace: Workspace, path: str, *, since: datetime, until: datet
     return PathStory(
         path=path,
         claims=list(
-            in_time.with_live()
-            .select_related("issue", "agent")
-            .order_by("-claimed_at", "-id")[:LIST_LIMIT]
+            in_time.select_related("issue", "agent").order_by("-claimed_at", "-id")[:LIST_LIMIT]
         ),
         claim_total=in_time.count(),
         holders=list(
-            claims.unreleased().with_live().select_related("issue", "agent").order_by("path")[:50]
+            under_prefix(claims.unreleased(), "path", path)
+            .select_related("issue", "agent")
+            .order_by("path")[:50]
         ),
         conflict_total=conflicts["n"],
         forced_total=conflicts["forced"],
