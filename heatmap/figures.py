@@ -16,7 +16,10 @@ from heatmap.selectors import Heatmap
 
 ROOT_ID = "/"  # no claimed path is absolute, so this id never collides with a node
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
-HEAT = "YlOrRd"
+# One palette and one word per mode, so a glance tells which question the map answers.
+PALETTES = {"claims": "Blues", "contention": "YlOrRd"}
+NOUNS = {"claims": "claims", "contention": "conflicts"}
+HEAT = PALETTES["contention"]
 
 # Crashes red, clean exits green: the split a manager looks for first.
 REASON_COLOURS = {
@@ -27,7 +30,8 @@ REASON_COLOURS = {
     "issue_closed": "#7f7f7f",
     "worktree_unresolved": "#8c564b",
 }
-SERIES_COLOURS = {"rejected": "#ff7f0e", "forced": "#d62728", "WIP-cap denials": "#bcbd22"}
+SERIES_COLOURS = {"rejected": "#ff7f0e", "forced": "#d62728", "WIP-cap denials": "#7b3294"}
+AT_CAP = "#d62728"  # a project whose live leases reached its WIP cap
 
 
 def as_data(figure: go.Figure) -> dict[str, Any]:
@@ -56,17 +60,20 @@ def count_axis(largest: int) -> dict[str, object]:
 
 
 def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str]) -> go.Figure:
-    """The prefixes as a treemap, sized and coloured by count.
+    """The prefixes as a treemap, sized by count and coloured by each tile's own heat
+    (events per file below it, ``Node.heat``), so a hot file outshines a big directory.
 
     ``customdata`` holds, per tile, the page to load when it is clicked: a directory
     drills into itself, the root goes one level up, a file goes nowhere.
     """
+    noun = NOUNS[heatmap.mode]
     parent_prefix = heatmap.prefix.rpartition("/")[0] if heatmap.prefix else None
-    ids, labels, parents, values, links = (
+    ids, labels, parents, values, colours, links = (
         [ROOT_ID],
         [root_label],
         [""],
         [heatmap.total],
+        [0.0],  # the outer frame: the coolest colour, so it never competes
         [drill_url(parent_prefix) if parent_prefix is not None else ""],
     )
     for node in heatmap.nodes:
@@ -75,8 +82,9 @@ def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str
         labels.append(f"{name}/" if node.is_dir else name)
         parents.append(parent if node.depth > 1 else ROOT_ID)
         values.append(node.count)
+        colours.append(round(node.heat, 2))
         links.append(drill_url(node.path) if node.is_dir else "")
-    deepest = max((node.count for node in heatmap.nodes), default=1)
+    hottest = max(colours[1:], default=0) or 1
     figure = go.Figure(
         go.Treemap(
             ids=ids,
@@ -85,26 +93,40 @@ def treemap(heatmap: Heatmap, *, root_label: str, drill_url: Callable[[str], str
             values=values,
             customdata=links,
             branchvalues="total",
-            # The root would dominate the scale; colour it as the coolest tile.
             marker={
-                "colors": [0, *values[1:]],
-                "colorscale": HEAT,
+                "colors": colours,
+                "colorscale": PALETTES[heatmap.mode],
                 "cmin": 0,
-                "cmax": deepest,
+                "cmax": hottest,
                 "showscale": True,
-                "colorbar": {"title": {"text": "events"}},
+                "colorbar": {
+                    "title": {"text": f"{noun} per file", "side": "right"},
+                    "thickness": 14,
+                },
+                "line": {"width": 1, "color": "#ffffff"},
             },
             texttemplate="<b>%{label}</b><br>%{value}",
-            hovertemplate="<b>%{id}</b><br>%{value} events<extra></extra>",
+            hovertemplate=(
+                f"<b>%{{id}}</b><br>%{{value}} {noun}<br>%{{color:.1f}} per file<extra></extra>"
+            ),
+            tiling={"pad": 2},
             maxdepth=heatmap.depth + 1,
             pathbar={"visible": False},
         )
     )
-    figure.update_layout(**layout(margin={"l": 4, "r": 4, "t": 4, "b": 4}, height=520))
+    figure.update_layout(
+        **layout(margin={"l": 4, "r": 4, "t": 4, "b": 4}, height=520),
+        # A label that does not fit its tile is hidden, not shrunk to a smudge; the
+        # tooltip names the full path.
+        uniformtext={"minsize": 11, "mode": "hide"},
+        hoverlabel={"bgcolor": "rgba(29, 35, 48, 0.9)", "font": {"color": "#fff"}},
+    )
     return figure
 
 
-def daily_bars(daily: DailySeries, *, title: str, colours: dict[str, str]) -> go.Figure:
+def daily_bars(
+    daily: DailySeries, *, title: str, colours: dict[str, str], height: int = 300
+) -> go.Figure:
     """One stacked bar per day, a segment per series."""
     figure = go.Figure()
     for name, values in daily.series.items():
@@ -119,8 +141,8 @@ def daily_bars(daily: DailySeries, *, title: str, colours: dict[str, str]) -> go
         **layout(
             title={"text": title, "x": 0, "font": {"size": 15}},
             barmode="stack",
-            height=300,
-            xaxis={"type": "date"},
+            height=height,
+            xaxis={"type": "date", "tickformat": "%b %d"},
             yaxis=count_axis(largest),
         )
     )
@@ -135,9 +157,9 @@ def wip_load(loads: list[ProjectLoad]) -> go.Figure:
     figure.add_bar(
         y=keys,
         x=[load.live for load in loads],
-        name="live leases",
+        name="live leases (red: at its cap)",
         orientation="h",
-        marker_color="#1f77b4",
+        marker_color=[AT_CAP if load.live >= load.limit else "#1f77b4" for load in loads],
     )
     figure.add_bar(
         y=keys,
@@ -151,7 +173,7 @@ def wip_load(loads: list[ProjectLoad]) -> go.Figure:
         x=[load.limit for load in loads],
         name="WIP cap",
         mode="markers",
-        marker={"symbol": "line-ns-open", "size": 26, "color": "#d62728", "line": {"width": 3}},
+        marker={"symbol": "line-ns-open", "size": 26, "color": "#1d2330", "line": {"width": 3}},
     )
     figure.update_layout(
         **layout(

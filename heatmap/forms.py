@@ -11,7 +11,9 @@ from django import forms
 from django.utils import timezone
 
 from coordination import selectors as coordination_selectors
+from coordination.errors import CoordinationError
 from coordination.models import Workspace
+from coordination.paths import normalise_path
 from heatmap import selectors
 from heatmap.selectors import DEFAULT_DEPTH, MAX_DEPTH, MODES
 
@@ -20,6 +22,7 @@ ISO_8601 = (
     "YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]."
 )
 OUT_OF_RANGE = "The window must lie within the years 1 to 9999."
+DEFAULT_WINDOW = timedelta(days=7)
 TOO_LONG = "Ensure this field has no more than %(limit_value)d characters."
 
 
@@ -32,9 +35,10 @@ def moment() -> forms.DateTimeField:
 
 
 class WindowForm(forms.Form):
-    """``since <= t < until``; ``until`` defaults to now, ``since`` to a window before it."""
+    """``since <= t < until``; ``until`` defaults to now, ``since`` to a window before it
+    (one default for every page, so the heatmap and health tell of the same days)."""
 
-    default_window = timedelta(days=30)
+    default_window = DEFAULT_WINDOW
 
     since = moment()
     until = moment()
@@ -56,8 +60,6 @@ class WindowForm(forms.Form):
 class HeatmapForm(WindowForm):
     """The window, plus what to count and where: a missing mode or depth is its
     ``initial`` value (the default the schema documents)."""
-
-    default_window = timedelta(days=7)
 
     mode = forms.ChoiceField(
         choices=[(mode, mode) for mode in MODES],
@@ -101,3 +103,41 @@ class HeatmapForm(WindowForm):
             "prefix": selectors.normalise_prefix(query["prefix"]),
             "depth": query["depth"],
         }
+
+
+class BoardForm(WindowForm):
+    """The board's filters: a project key, an agent name, text in the title (or an id)."""
+
+    project = forms.CharField(
+        required=False, max_length=100, error_messages={"max_length": TOO_LONG}
+    )
+    agent = forms.CharField(required=False, max_length=100, error_messages={"max_length": TOO_LONG})
+    text = forms.CharField(required=False, max_length=300, error_messages={"max_length": TOO_LONG})
+
+    def resolve(self, workspace: Workspace) -> None:
+        """Unknown project or agent: an error on its field, shown in place."""
+        for name, lookup in (
+            ("project", coordination_selectors.get_project),
+            ("agent", coordination_selectors.get_agent),
+        ):
+            key = self.cleaned_data.get(name)
+            self.cleaned_data[f"{name}_object"] = None
+            if key:
+                try:
+                    self.cleaned_data[f"{name}_object"] = lookup(workspace, key)
+                except CoordinationError:
+                    self.add_error(name, f"No {name} {key!r} in this workspace.")
+
+
+class PathForm(WindowForm):
+    """``?path=``: a file or a directory, spelled as claims are (normalised)."""
+
+    path = forms.CharField(
+        strip=False, max_length=1024, error_messages={"required": "Name a path: ?path=src/a.py"}
+    )
+
+    def clean_path(self) -> str:
+        try:
+            return normalise_path(self.cleaned_data["path"])
+        except CoordinationError as error:
+            raise forms.ValidationError(error.detail) from error

@@ -36,6 +36,12 @@ class Node:
     count: int
     depth: int  # segments below the prefix
     is_dir: bool  # some counted path lies below it: worth drilling into
+    files: int = 1  # distinct paths counted under it: its heat is ``count / files``
+
+    @property
+    def heat(self) -> float:
+        """Events per file below it: a big directory of cold files stays cold."""
+        return self.count / max(self.files, 1)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "count": self.count, "depth": self.depth}
@@ -108,15 +114,16 @@ def prefix_counts(
     prefix: str = "",
     depth: int = DEFAULT_DEPTH,
 ) -> QuerySet[Any]:
-    """``(head, deeper, count)`` rows: the events grouped by their path cut
-    ``depth`` segments below ``prefix``, and whether any path went on below the cut."""
+    """``(head, deeper, count, files)`` rows: the events grouped by their path cut
+    ``depth`` segments below ``prefix``, whether any path went on below the cut, and
+    how many distinct paths each group holds."""
     base = len(prefix.split("/")) if prefix else 0
     return (
         events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
         .annotate(head=PathHead("path", base + depth))
         .annotate(deeper=ExpressionWrapper(~Q(path=F("head")), output_field=BooleanField()))
         .values_list("head", "deeper")
-        .annotate(count=Count("*"))
+        .annotate(count=Count("*"), files=Count("path", distinct=True))
         .order_by()
     )
 
@@ -154,24 +161,34 @@ def code_heatmap(
     )
 
 
-def roll_up(grouped: Iterable[tuple[str, bool, int]], *, base: int) -> tuple[int, list[Node]]:
-    """Sum the deepest prefixes' counts into every shallower prefix below ``base``.
+def roll_up(grouped: Iterable[tuple[str, bool, int, int]], *, base: int) -> tuple[int, list[Node]]:
+    """Sum the deepest prefixes' counts (and files) into every shallower prefix below
+    ``base``.
 
-    ``grouped`` rows are ``(head, deeper, count)``: a path cut to the deepest
-    level, whether some of its paths went on below the cut, and how many events.
+    ``grouped`` rows are ``(head, deeper, count, files)``: a path cut to the deepest
+    level, whether some of its paths went on below the cut, how many events, and how
+    many distinct paths (the groups are disjoint, so their files add up exactly).
     """
     counts: dict[str, int] = defaultdict(int)
+    files: dict[str, int] = defaultdict(int)
     is_dir: dict[str, bool] = defaultdict(bool)
     total = 0
-    for head, deeper, count in grouped:
+    for head, deeper, count, distinct in grouped:
         total += count
         segments = head.split("/")
         for end in range(base + 1, len(segments) + 1):
             node = "/".join(segments[:end])
             counts[node] += count
+            files[node] += distinct
             is_dir[node] |= end < len(segments) or bool(deeper)
     nodes = [
-        Node(path=path, count=count, depth=len(path.split("/")) - base, is_dir=is_dir[path])
+        Node(
+            path=path,
+            count=count,
+            depth=len(path.split("/")) - base,
+            is_dir=is_dir[path],
+            files=files[path],
+        )
         for path, count in counts.items()
     ]
     nodes.sort(key=lambda node: (-node.count, node.path))

@@ -80,8 +80,30 @@ def breadcrumb(prefix: str, link: Any) -> list[dict[str, str]]:
     return crumbs
 
 
-def invalid_query(request: HttpRequest, workspace: Workspace, template: str, errors: Any) -> Any:
-    return render(request, template, {"workspace": workspace, "errors": errors}, status=400)
+def invalid_query(
+    request: HttpRequest, workspace: Workspace, template: str, errors: Any, nav: str
+) -> Any:
+    """The page with its form as sent and each error beside its field (400)."""
+    context = {
+        "nav": nav,
+        "workspace": workspace,
+        "errors": errors,
+        "form": {"since": request.GET.get("since", ""), "until": request.GET.get("until", "")},
+        "selected": selected(request.GET),
+        "projects": Project.objects.filter(workspace=workspace).order_by("key"),
+        "presets": presets(request.path, {}, now=timezone.now()),
+    }
+    return render(request, template, context, status=400)
+
+
+def selected(values: Any) -> dict[str, str]:
+    """The heatmap form's choices as the inputs show them."""
+    return {
+        "mode": values.get("mode") or "claims",
+        "prefix": values.get("prefix", ""),
+        "project": values.get("project", ""),
+        "depth": str(values.get("depth") or selectors.DEFAULT_DEPTH),
+    }
 
 
 @login_required
@@ -89,11 +111,13 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_or_404(request, slug)
     query = HeatmapForm(request.GET)
     if not query.is_valid():
-        return invalid_query(request, workspace, "heatmap/heatmap.html", query.errors)
+        return invalid_query(request, workspace, "heatmap/heatmap.html", query.errors, "heatmap")
     try:
         arguments = query.heatmap_arguments(workspace)
     except CoordinationError as error:
-        return invalid_query(request, workspace, "heatmap/heatmap.html", {"query": [error.detail]})
+        field = "prefix" if query.cleaned_data["prefix"] else "project"
+        errors = {field: [error.detail]}
+        return invalid_query(request, workspace, "heatmap/heatmap.html", errors, "heatmap")
     heatmap = selectors.code_heatmap(workspace, **arguments)
     path = request.path
     params = {  # links keep the window as given: an open "until" stays "now"
@@ -113,6 +137,7 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
         "workspace": workspace,
         "heatmap": heatmap,
         "params": params,
+        "selected": selected(params | {"prefix": heatmap.prefix, "depth": heatmap.depth}),
         "form": window_form(query.cleaned_data),
         "projects": Project.objects.filter(workspace=workspace).order_by("key"),
         "modes": [
@@ -152,7 +177,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
     workspace = workspace_or_404(request, slug)
     query = WindowForm(request.GET)
     if not query.is_valid():
-        return invalid_query(request, workspace, "heatmap/health.html", query.errors)
+        return invalid_query(request, workspace, "heatmap/health.html", query.errors, "health")
     since, until = query.cleaned_data["since"], query.cleaned_data["until"]
     window = (workspace, since, until)
     loads = coordination_selectors.project_loads([workspace])

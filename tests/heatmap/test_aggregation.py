@@ -181,13 +181,20 @@ def test_normalise_prefix_spells_it_like_a_claim():
 
 
 def test_roll_up_sums_deep_rows_into_their_ancestors():
-    total, nodes = roll_up([("a/b", True, 3), ("a/c", False, 2), ("a", False, 1)], base=0)
+    total, nodes = roll_up([("a/b", True, 3, 2), ("a/c", False, 2, 1), ("a", False, 1, 1)], base=0)
     assert total == 6
-    assert [(n.path, n.count, n.is_dir) for n in nodes] == [
-        ("a", 6, True),
-        ("a/b", 3, True),
-        ("a/c", 2, False),
+    assert [(n.path, n.count, n.is_dir, n.files) for n in nodes] == [
+        ("a", 6, True, 4),
+        ("a/b", 3, True, 2),
+        ("a/c", 2, False, 1),
     ]
+    assert nodes[1].heat == 1.5  # 3 events over its 2 files
+
+
+def test_a_node_s_files_are_the_distinct_paths_under_it(workspace, tree):
+    nodes = {n.path: n for n in code_heatmap(workspace, mode="claims", depth=1, **WINDOW).nodes}
+    # src/api/views.py twice, src/api/auth.py, src/web/app.tsx: 4 claims on 3 files.
+    assert (nodes["src"].count, nodes["src"].files) == (4, 3)
 
 
 def test_path_head_cuts_whole_segments():

@@ -13,11 +13,13 @@ from heatmap.selectors import Heatmap, roll_up
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
-def heatmap(rows: list[tuple[str, bool, int]], *, prefix: str = "", depth: int = 2) -> Heatmap:
+def heatmap(
+    rows: list[tuple[str, bool, int]], *, prefix: str = "", depth: int = 2, mode: str = "claims"
+) -> Heatmap:
     """A heatmap as ``code_heatmap`` builds it, from ``(head, deeper, count)`` rows."""
     total, nodes = roll_up(rows, base=len(prefix.split("/")) if prefix else 0)
     return Heatmap(
-        mode="claims",
+        mode=mode,  # type: ignore[arg-type]
         since=T0,
         until=T0 + timedelta(days=1),
         prefix=prefix,
@@ -32,7 +34,7 @@ def drill(prefix: str) -> str:
     return f"?prefix={prefix}"
 
 
-ROWS = [("src/api", True, 3), ("src/web", True, 1), ("README.md", False, 2)]
+ROWS = [("src/api", True, 3, 3), ("src/web", True, 1, 1), ("README.md", False, 2, 1)]
 
 
 def test_treemap_tiles_are_the_root_then_each_prefix_sized_by_its_count():
@@ -56,21 +58,53 @@ def test_a_directory_drills_into_itself_a_file_goes_nowhere_the_root_goes_up():
         "src/api": "?prefix=src/api",
         "src/web": "?prefix=src/web",
     }
-    below = heatmap([("src/api/views.py", False, 2)], prefix="src/api", depth=1)
+    below = heatmap([("src/api/views.py", False, 2, 1)], prefix="src/api", depth=1)
     inner = figures.treemap(below, root_label="src/api", drill_url=drill).data[0]
     assert inner.customdata[0] == "?prefix=src"  # one level up
     assert inner.parents == ("", "/")
-    one_down = heatmap([("src/api", True, 1)], prefix="src", depth=1)
+    one_down = heatmap([("src/api", True, 1, 1)], prefix="src", depth=1)
     assert figures.treemap(one_down, root_label="src", drill_url=drill).data[0].customdata[0] == (
         "?prefix="  # up from a top-level directory: the root
     )
 
 
-def test_the_treemap_colours_by_count_with_the_root_as_the_coolest_tile():
+def test_the_treemap_colours_each_tile_by_its_own_heat_not_its_size():
+    # src/ holds 4 claims on 4 files: 1 per file, as cool as src/api (3 on 3) and
+    # src/web; README.md (2 claims on itself) is the hottest tile.
     marker = figures.treemap(heatmap(ROWS), root_label="acme", drill_url=drill).data[0].marker
-    assert marker.colors == (0, 4, 3, 2, 1)
-    assert (marker.cmin, marker.cmax) == (0, 4)
-    assert marker.colorscale == go.treemap.Marker(colorscale=figures.HEAT).colorscale
+    assert marker.colors == (0, 1, 1, 2, 1)
+    assert (marker.cmin, marker.cmax) == (0, 2)
+
+
+def test_a_big_directory_of_cold_files_is_cooler_than_one_hot_file():
+    rows = [("big", True, 10, 10), ("hot.py", False, 6, 1)]
+    colours = dict(
+        zip(
+            *[
+                (t.ids, t.marker.colors)
+                for t in figures.treemap(heatmap(rows), root_label="acme", drill_url=drill).data
+            ][0],
+            strict=True,
+        )
+    )
+    assert colours["big"] == 1 and colours["hot.py"] == 6
+
+
+def test_claims_and_contention_have_their_own_palette_and_words():
+    claims = figures.treemap(heatmap(ROWS), root_label="acme", drill_url=drill).data[0]
+    contention = figures.treemap(
+        heatmap(ROWS, mode="contention"), root_label="acme", drill_url=drill
+    ).data[0]
+    assert claims.marker.colorscale == go.treemap.Marker(colorscale="Blues").colorscale
+    assert contention.marker.colorscale == go.treemap.Marker(colorscale="YlOrRd").colorscale
+    assert claims.marker.colorbar.title.text == "claims per file"
+    assert contention.marker.colorbar.title.text == "conflicts per file"
+    assert "claims" in claims.hovertemplate and "conflicts" in contention.hovertemplate
+
+
+def test_labels_that_do_not_fit_are_hidden_not_shrunk():
+    figure = figures.treemap(heatmap(ROWS), root_label="acme", drill_url=drill)
+    assert figure.layout.uniformtext.mode == "hide" and figure.layout.uniformtext.minsize >= 10
 
 
 def test_an_empty_heatmap_is_a_lone_root():
@@ -111,7 +145,7 @@ def test_wip_load_shows_live_and_stale_leases_against_each_cap():
     chart = figures.wip_load(loads)
     live, stale, cap = chart.data
     assert (live.name, live.orientation, live.y, live.x) == (
-        "live leases",
+        "live leases (red: at its cap)",
         "h",
         ("core", "web"),
         (2, 1),
@@ -119,6 +153,10 @@ def test_wip_load_shows_live_and_stale_leases_against_each_cap():
     assert (stale.name, stale.x) == ("stale (holder dead)", (1, 0))
     assert (cap.type, cap.name, cap.x) == ("scatter", "WIP cap", (3, 5))
     assert chart.layout.xaxis.range == (0, 5.6)  # past the largest cap
+    full = figures.wip_load(
+        [load("core", live=3, stale=0, limit=3), load("web", live=1, stale=0, limit=5)]
+    )
+    assert full.data[0].marker.color == (figures.AT_CAP, "#1f77b4")  # the full one stands out
     assert chart.layout.height == 120 + 40 * 2
 
 

@@ -34,10 +34,13 @@ def test_nothing_given_is_the_last_seven_days_of_claims_two_levels_deep():
     assert abs(query["until"] - timezone.now()) < timedelta(minutes=1)
 
 
-def test_the_health_window_defaults_to_thirty_days_before_until():
-    form = WindowForm({"until": "2026-11-30T00:00"})
-    assert form.is_valid(), form.errors
-    assert form.cleaned_data["since"] == datetime(2026, 10, 31, tzinfo=UTC)
+def test_every_page_s_window_defaults_to_the_heatmap_s_seven_days_before_until():
+    for form in (
+        WindowForm({"until": "2026-11-30T00:00"}),
+        HeatmapForm({"until": "2026-11-30T00:00"}),
+    ):
+        assert form.is_valid(), form.errors
+        assert form.cleaned_data["since"] == datetime(2026, 11, 23, tzinfo=UTC)
 
 
 def test_a_window_sent_with_an_offset_is_read_in_the_server_s_time_zone():

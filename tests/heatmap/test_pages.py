@@ -194,17 +194,27 @@ def test_an_empty_window_shows_an_empty_state_not_a_plot(alice, tree):
     "query",
     [{"mode": "heat"}, {"depth": "12"}, {"since": "soon"}, {"prefix": "/abs"}, {"project": "nope"}],
 )
-def test_a_bad_query_is_a_400_page_saying_why(alice, workspace, query):
+def test_a_bad_query_is_a_400_page_saying_why_in_the_form(alice, workspace, query):
     response = logged_in(alice).get("/workspaces/acme/heatmap/", query)
+    html = response.content.decode()
     assert response.status_code == 400
-    assert 'id="query-errors"' in response.content.decode()
+    assert 'id="query-errors"' in html
+    (field,) = query
+    assert f"<li>{field}:" in html
+    # The form stays, with the field marked in place and the value as sent.
+    assert 'class="filters"' in html and 'aria-invalid="true"' in html
+    assert 'class="field-error"' in html
+    assert 'id="treemap"' not in html
 
 
 def test_health_bad_window_is_a_400_page(alice, workspace):
     response = logged_in(alice).get(
         "/workspaces/acme/health/", {"until": "2000-01-01T00:00", "since": "2001-01-01T00:00"}
     )
+    html = response.content.decode()
     assert response.status_code == 400
+    assert 'value="2001-01-01T00:00" aria-invalid="true"' in html  # kept, and marked
+    assert 'id="kpis"' not in html
 
 
 # --- health -------------------------------------------------------------------------

@@ -1,0 +1,188 @@
+"""An issue's timeline in words: its events (docs/api.md, "Events") and the conflicts
+other issues met on it, newest first.
+
+Pure: rows in, entries out. An entry is a list of parts, each plain text or a link
+(an issue, an agent, a path), so the template escapes everything and links what it names.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from coordination.models import ClaimConflict, Event
+from heatmap.story import IssueStory
+
+REASONS = {
+    "released": "released",
+    "agent_ended": "ended cleanly with its session",
+    "expired": "expired: its holder stopped heartbeating",
+    "overridden": "overridden",
+    "issue_closed": "issue closed",
+    "worktree_unresolved": "worktree unresolved",
+}
+# The colour of an entry's tag: trouble red, progress blue, the rest grey.
+TONE = {
+    "claims.refused": "bad",
+    "wip.denied": "bad",
+    "run.not_started": "bad",
+    "conflict": "bad",
+    "lease.granted": "good",
+    "claims.granted": "good",
+    "issue.transitioned": "info",
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str
+    url: str = ""
+    code: bool = False  # a path: shown in monospace
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: datetime
+    kind: str  # the event type, or "conflict"
+    parts: list[Part]
+    detail: str = ""  # a message's body, a run's error detail
+
+    @property
+    def tone(self) -> str:
+        return TONE.get(self.kind, "")
+
+
+@dataclass(frozen=True)
+class Links:
+    issue: Callable[[int], str]
+    agent: Callable[[str], str]
+    path: Callable[[str], str]
+
+
+def timeline(story: IssueStory, links: Links) -> list[Entry]:
+    entries = [describe(event, story, links) for event in story.events]
+    entries += [conflict_entry(row, story.issue.pk, links) for row in story.conflicts]
+    entries.sort(key=lambda entry: entry.at, reverse=True)
+    return entries
+
+
+def agent_part(name: str | None, links: Links, fallback: str = "someone") -> Part:
+    return Part(name, links.agent(name)) if name else Part(fallback)
+
+
+def issue_part(issue_id: int | None, title: str, links: Links) -> Part:
+    if issue_id is None:
+        return Part("an issue")
+    return Part(f"#{issue_id} {title}".strip(), links.issue(issue_id))
+
+
+def path_parts(paths: list[str], links: Links, *, limit: int = 8) -> list[Part]:
+    parts: list[Part] = []
+    for index, path in enumerate(paths[:limit]):
+        if index:
+            parts.append(Part(", "))
+        parts.append(Part(path, links.path(path), code=True))
+    if len(paths) > limit:
+        parts.append(Part(f" and {len(paths) - limit} more"))
+    return parts
+
+
+def taker(by: dict[str, Any] | None, links: Links) -> list[Part]:
+    """``data.by`` of a release: the agent (or operator) that took it."""
+    if not by:
+        return []
+    if by.get("operator"):
+        return [Part(f" by operator {by['operator']}")]
+    return [Part(" by "), agent_part(by.get("agent"), links, "a claimer without a session")]
+
+
+def describe(event: Event, story: IssueStory, links: Links) -> Entry:
+    data: dict[str, Any] = event.data or {}
+    actor = agent_part(event.agent.name if event.agent else None, links, "someone (no agent)")
+    kind = event.type
+    parts: list[Part]
+    detail = ""
+    if kind == "issue.created":
+        parts = [Part("Created")]
+    elif kind == "issue.transitioned":
+        parts = [Part(f"Moved from {data.get('from')} to {data.get('to')}"), Part(" by "), actor]
+    elif kind == "lease.granted":
+        parts = [Part("Leased by "), actor, Part(f" (fence {data.get('fence')})")]
+    elif kind == "lease.released":
+        reason = str(data.get("reason", ""))
+        parts = [
+            Part("Lease of "),
+            actor,
+            Part(f" released: {REASONS.get(reason, reason)}"),
+            *taker(data.get("by"), links),
+        ]
+    elif kind == "claims.granted":
+        parts = [actor, Part(" claimed "), *path_parts(list(data.get("paths", [])), links)]
+    elif kind == "claims.released":
+        reason = str(data.get("reason", ""))
+        parts = [
+            Part("Claims of "),
+            actor,
+            Part(f" released ({REASONS.get(reason, reason)}"),
+            *taker(data.get("by"), links),
+            Part("): "),
+            *path_parts(list(data.get("paths", [])), links),
+        ]
+    elif kind == "claims.refused":
+        parts = [actor, Part(" was refused: ")]
+        for index, conflict in enumerate(data.get("conflicts", [])[:8]):
+            if index:
+                parts.append(Part("; "))
+            parts += [
+                Part(conflict.get("path", ""), links.path(conflict.get("path", "")), code=True),
+                Part(" held by "),
+                issue_part(conflict.get("issue"), "", links),
+                Part(" ("),
+                agent_part(conflict.get("agent"), links, "no session"),
+                Part(")"),
+            ]
+    elif kind == "wip.denied":
+        parts = [
+            actor,
+            Part(f" was refused the lease: the project is at its WIP cap ({data.get('limit')})"),
+        ]
+    elif kind in ("run.dispatched", "run.finished", "run.not_started"):
+        run = story.runs.get(data.get("run"))  # type: ignore[arg-type]
+        if kind == "run.dispatched":
+            where = f" on worktree {data.get('worktree')}" if data.get("worktree") else ""
+            parts = [
+                Part(f"Run {data.get('run')} dispatched to "),
+                actor,
+                Part(f" ({data.get('lock_mode')} lock{where})"),
+            ]
+        elif kind == "run.finished":
+            parts = [Part(f"Run {data.get('run')} finished: {data.get('outcome')}")]
+        else:
+            parts = [
+                Part(f"Run {data.get('run')} of "),
+                actor,
+                Part(f" did not start: {data.get('error')}"),
+            ]
+            detail = run.error_detail if run is not None else ""
+    elif kind == "message.posted":
+        message = story.messages.get(data.get("message"))  # type: ignore[arg-type]
+        parts = [actor, Part(f" posted to {data.get('scope')}")]
+        detail = message.body if message is not None else "(message deleted)"
+    else:
+        parts = [Part(kind), Part(" by "), actor]
+    return Entry(at=event.occurred_at, kind=kind, parts=parts, detail=detail)
+
+
+def conflict_entry(row: ClaimConflict, issue_id: int, links: Links) -> Entry:
+    path = [Part(row.path, links.path(row.path), code=True)]
+    if row.holding_issue_id == issue_id:  # another issue wanted what this one held
+        other = issue_part(row.rejected_issue_id, row.rejected_issue.title, links)
+        who = agent_part(row.rejected_agent.name if row.rejected_agent else None, links)
+        verb = " took " if row.forced else " was refused "
+        tail = " from this issue by force" if row.forced else ", held here"
+        parts = [who, Part(" on "), other, Part(verb), *path, Part(tail)]
+    else:  # this issue took a path by force
+        other = issue_part(row.holding_issue_id, row.holding_issue.title, links)
+        who = agent_part(row.holding_agent.name if row.holding_agent else None, links, "no session")
+        parts = [Part("Forced "), *path, Part(" away from "), other, Part(" ("), who, Part(")")]
+    return Entry(at=row.occurred_at, kind="conflict", parts=parts)
