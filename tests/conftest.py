@@ -214,3 +214,14 @@ def _fresh_rate_limits(request: pytest.FixtureRequest) -> None:
             return
         request.getfixturevalue("_django_db_helper")
     rate_limits.clear()
+
+
+@pytest.fixture(autouse=True)
+def _event_listener_stopped() -> Iterator[None]:
+    """A long-poll on PostgreSQL starts this process's LISTEN thread on the test
+    database: stop it after the test, or its connection keeps the database from
+    being dropped at the end of the run."""
+    yield
+    from coordination import feed
+
+    feed.wakeups.stop()
