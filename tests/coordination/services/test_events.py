@@ -166,9 +166,7 @@ def test_a_refused_release_writes_nothing(workspace, issue, make_session):
     claim_lease(workspace, issue, session)
     mark = cursor()
     with pytest.raises(StaleFence):
-        leases.release_issue(
-            workspace=workspace, issue_id=issue.pk, session_id=session.pk, fence=7
-        )
+        leases.release_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk, fence=7)
     assert since(mark) == []
 
 
@@ -632,9 +630,7 @@ def test_a_post_names_its_message_and_scope_and_the_scopes_issue_or_project(
             project="core",
             data={"message": on_project.pk, "scope": "project:core"},
         ),
-        expected(
-            EventType.MESSAGE_POSTED, data={"message": to_agent.pk, "scope": "agent:coder-1"}
-        ),
+        expected(EventType.MESSAGE_POSTED, data={"message": to_agent.pk, "scope": "agent:coder-1"}),
     ]
 
 
@@ -749,9 +745,7 @@ def test_finish_work_with_a_lost_lease_announces_nothing(workspace, issue, lost_
 # --- the buffer: written with the commit, dropped with a rollback ---------------------
 
 
-def test_a_block_left_by_an_exception_drops_its_events_and_keeps_the_outer_ones(
-    workspace, issue
-):
+def test_a_block_left_by_an_exception_drops_its_events_and_keeps_the_outer_ones(workspace, issue):
     mark = cursor()
     with events.change():
         events.record(workspace.pk, EventType.ISSUE_CREATED, issue_id=issue.pk)
