@@ -11,7 +11,7 @@ import pytest
 from django.db import connections
 
 from coordination import feed
-from coordination.models import MAX_ID, Event, EventType, Workspace
+from coordination.models import MAX_ID, Event, Workspace
 from coordination.services import agents, file_claims, leases, messages
 from tests.api_helpers import V1, assert_error
 from tests.coordination.conftest import claim_lease

@@ -11,12 +11,10 @@ copy of it (``file_database``), in WAL mode with the deployment's busy timeout.
 """
 
 import random
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -42,28 +40,6 @@ POLL = 0.002  # seconds between two checks of a condition (never a guessed wait)
 
 
 # --- the database the threads use ------------------------------------------------------
-
-
-@pytest.fixture
-def file_database(tmp_path: Path) -> Iterator[None]:
-    """On SQLite, new connections (the threads') open a file copy of the in-memory test
-    database made now; the test's own connection stays on the in-memory one. On
-    PostgreSQL, nothing to do. Set up what the race needs before this fixture."""
-    if connection.vendor != "sqlite":
-        yield
-        return
-    settings_dict = connection.settings_dict
-    name = settings_dict["NAME"]
-    path = tmp_path / "race.sqlite3"
-    connection.ensure_connection()
-    copy = sqlite3.connect(path)
-    connection.connection.backup(copy)
-    copy.close()
-    settings_dict["NAME"] = str(path)
-    try:
-        yield
-    finally:
-        settings_dict["NAME"] = name
 
 
 def in_thread(call: Callable[[], Any]) -> Any:
