@@ -28,7 +28,12 @@ from coordination.services import messages
 from tests.api_helpers import V1
 from tests.coordination.races.conftest import run_in_threads
 from tests.faults.client import wait_until
-from tests.faults.database import admin_connection, db_settings, pg_client_ports
+from tests.faults.database import (
+    admin_connection,
+    db_settings,
+    pg_client_ports,
+    url_of_the_test_database,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,16 +80,10 @@ class Servers:
     key: str
 
 
-@pytest.fixture
-def servers(workspace, project, tmp_path: Path, file_database) -> Iterator[Servers]:
-    raw = in_thread(lambda: ApiKey.issue(workspace, "fleet")[1])
-    if file_database is None:
-        from tests.faults.database import url_of_the_test_database
-
-        url = url_of_the_test_database()
-    else:
-        url = f"sqlite:///{file_database}"
-    env = harness.app_environment(
+def environment(file_database: Path | None) -> dict[str, str]:
+    """The app's environment on the test database, with short streams."""
+    url = url_of_the_test_database() if file_database is None else f"sqlite:///{file_database}"
+    return harness.app_environment(
         {
             "DATABASE_URL": url,
             "SECRET_KEY": "events-live-only",
@@ -95,6 +94,17 @@ def servers(workspace, project, tmp_path: Path, file_database) -> Iterator[Serve
             "REDIS_URL": None,
         }
     )
+
+
+@pytest.fixture
+def key(workspace, project, file_database) -> str:
+    return str(in_thread(lambda: ApiKey.issue(workspace, "fleet")[1]))
+
+
+@pytest.fixture
+def servers(key: str, tmp_path: Path, file_database) -> Iterator[Servers]:
+    """The waiting server (2 workers × 4 threads) and another to write through."""
+    env = environment(file_database)
     with ExitStack() as stack:
         waiting = stack.enter_context(
             harness.gunicorn(env=env, workers=2, threads=4, log_path=tmp_path / "waiting.log")
@@ -102,7 +112,15 @@ def servers(workspace, project, tmp_path: Path, file_database) -> Iterator[Serve
         writing = stack.enter_context(
             harness.gunicorn(env=env, workers=1, threads=2, log_path=tmp_path / "writing.log")
         )
-        yield Servers(waiting=waiting, writing=writing, key=raw)
+        yield Servers(waiting=waiting, writing=writing, key=key)
+
+
+@pytest.fixture
+def server(key: str, tmp_path: Path, file_database) -> Iterator[harness.Server]:
+    """One server of 2 workers: the stream is read and written through it."""
+    env = environment(file_database)
+    with harness.gunicorn(env=env, workers=2, threads=4, log_path=tmp_path / "server.log") as one:
+        yield one
 
 
 def client(server: harness.Server, key: str, timeout: float = WAIT_SECONDS + 30) -> httpx.Client:
@@ -219,7 +237,8 @@ def accepted(server: harness.Server) -> int:
 
 
 def answered_with(waiters: list[Waiter], event_id: int, since: float) -> list[float]:
-    """Each waiter's answer holds the event; the seconds from the commit to it."""
+    """Each waiter's answer holds the event; the seconds from ``since`` (just before
+    the write) to it."""
     latencies = []
     for waiter in waiters:
         answer = waiter.result()
@@ -254,9 +273,9 @@ def test_waiters_on_one_server_answer_when_another_commits_holding_no_connection
     assert not any(w.answered_at for w in waiters), "a waiter answered with nothing to answer"
 
     # 2. A post through the other server answers every waiter.
+    committed = time.monotonic()  # latencies count from just before the write
     with client(servers.writing, servers.key) as http:
         response = http.post("/messages/", json={"scope": "project:core", "body": "through B"})
-    committed = time.monotonic()
     assert response.status_code == 201, response.text
     posted = in_thread(lambda: Event.objects.get(data__message=response.json()["id"]).pk)
     latencies = answered_with(waiters, posted, committed)
@@ -266,8 +285,8 @@ def test_waiters_on_one_server_answer_when_another_commits_holding_no_connection
     # 3. So does a commit of this process (PostgreSQL: NOTIFY; SQLite: the poll).
     waiters = [Waiter(servers.waiting, servers.key, after=posted) for _ in range(WAITERS)]
     wait_until(lambda: accepted(servers.waiting) == WAITERS, DEADLINE, "the waiters to connect")
-    direct = post_directly(workspace, "through the ORM")
     committed = time.monotonic()
+    direct = post_directly(workspace, "through the ORM")
     latencies = answered_with(waiters, direct, committed)
     print(
         f"this process's commit answered {WAITERS} waiters in {max(latencies):.3f} s at most"
@@ -337,15 +356,15 @@ class StreamClient:
         assert self.error is None, self.error
 
 
-def test_an_sse_client_that_reconnects_sees_every_event_once_in_order(servers, workspace):
+def test_an_sse_client_that_reconnects_sees_every_event_once_in_order(server, key, workspace):
     """The server ends each stream after STREAM_SECONDS; the client reconnects with
-    Last-Event-ID while events are written in bursts, some through the other server,
-    some by this process. Afterwards it has seen every event once, in order, and
-    keep-alive comments between the bursts."""
-    sse = StreamClient(servers.waiting, servers.key)
+    Last-Event-ID while events are written in bursts, some through the server (any
+    of its workers), some by this process. Afterwards it has seen every event once,
+    in order, and keep-alive comments between the bursts."""
+    sse = StreamClient(server, key)
     written = 0
     bursts = 0
-    with client(servers.writing, servers.key) as http:
+    with client(server, key) as http:
         deadline = time.monotonic() + DEADLINE
         while sse.connections < 4 and time.monotonic() < deadline and sse.error is None:
             bursts += 1
