@@ -11,7 +11,8 @@ from django.db import connection, connections
 
 from coordination import feed
 from coordination.models import Event, EventType, Workspace
-from coordination.services import events, messages
+from coordination.services import events, messages, sql
+from coordination.services.rows import execute
 from tests.faults.client import wait_until
 
 # A waiter that has not answered by then was not woken (its wait is WAIT_SECONDS):
@@ -25,6 +26,13 @@ def write(workspace: Workspace, type: str = EventType.ISSUE_CREATED, **fields: A
     with events.change():
         events.record(workspace.pk, type, **fields)
     return Event.objects.filter(workspace=workspace).latest("id")
+
+
+def notify_only(workspace_ids: list[int]) -> None:
+    """``feed.committed`` as another app server's commit looks from here: the NOTIFY
+    (PostgreSQL), and no wake of this process's waiters."""
+    if connection.vendor == "postgresql":
+        execute(sql.notify(workspace_ids=workspace_ids))
 
 
 def page_of(workspace: Workspace, after: int = 0, limit: int = 100, **filters: Any) -> feed.Page:
@@ -213,9 +221,9 @@ def test_a_commit_wakes_a_waiter_which_holds_no_connection_while_it_waits(
 def test_a_commit_another_process_made_is_found_without_this_process_waking_it(
     workspace, monkeypatch
 ):
-    """Another app server's commit runs no ``on_commit`` here: PostgreSQL's NOTIFY
+    """Another app server's commit wakes no waiter here directly: PostgreSQL's NOTIFY
     reaches the listener; SQLite's waiter finds it by polling."""
-    monkeypatch.setattr(feed, "wake", lambda workspace_ids: None)
+    monkeypatch.setattr(feed, "committed", notify_only)
     before = write(workspace)
     waiter = Waiter(workspace, after=before.pk)
     waiting(waiter, monkeypatch)
@@ -236,7 +244,7 @@ def listener_backends() -> int:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND query LIKE %s",
-            [f"LISTEN {feed.sql.CHANNEL}%"],
+            [f"LISTEN {sql.CHANNEL}%"],
         )
         return int(cursor.fetchone()[0])
 
@@ -244,7 +252,7 @@ def listener_backends() -> int:
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_listener_hears_a_commit_of_another_connection(workspace, monkeypatch):
-    monkeypatch.setattr(feed, "wake", lambda workspace_ids: None)  # no in-process wake
+    monkeypatch.setattr(feed, "committed", notify_only)
     wakeups = feed.Wakeups()
     wakeups.ensure_listener()
     try:
@@ -265,7 +273,7 @@ def test_the_listener_hears_a_commit_of_another_connection(workspace, monkeypatc
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_listener_reconnects_after_losing_its_connection(workspace, monkeypatch):
-    monkeypatch.setattr(feed, "wake", lambda workspace_ids: None)
+    monkeypatch.setattr(feed, "committed", notify_only)
     wakeups = feed.Wakeups()
     wakeups.ensure_listener()
     try:
@@ -274,7 +282,7 @@ def test_the_listener_reconnects_after_losing_its_connection(workspace, monkeypa
             cursor.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND query LIKE %s",
-                [f"LISTEN {feed.sql.CHANNEL}%"],
+                [f"LISTEN {sql.CHANNEL}%"],
             )
         wait_until(lambda: listener_backends() == 1 and wakeups.listening, DEADLINE, "LISTEN again")
         seen = wakeups.generation()

@@ -1,7 +1,8 @@
 """The cursor guarantee under real concurrency (invariant 12, docs/api.md "Events"):
 a reader that always passes back ``next`` sees every event exactly once, in id order,
-while many writers commit, even a writer held between drawing its event ids and its
-commit, which is how an outbox loses events when ids commit out of order.
+while many writers commit, even while a writer is held between drawing its event ids
+and its commit and others commit greater ids past it: ids committing out of order,
+which is how an outbox loses events.
 
 Writers and readers are threads, each with its own database connection. On
 PostgreSQL they use the test database. SQLite's test database lives in memory with a
@@ -23,15 +24,17 @@ from django.db import connection, connections
 
 from coordination import feed
 from coordination.models import ApiKey, Event, EventType, Workspace
-from coordination.services import agents, events, file_claims, leases, messages
+from coordination.services import events, file_claims, leases, messages
 from tests.conftest import make_client
 from tests.coordination.races.conftest import RACER_TIMEOUT, hold_and_race, run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WRITERS = 16
-ROUNDS = 8  # per writer; each round is four or six transactions, one event each
-EVENTS = WRITERS * (1 + ROUNDS * 4 + (ROUNDS + 1) // 2 * 2)  # 1: the registration
+# Rounds per writer, each four or six transactions of one event: at least ROUNDS, and
+# on until the holds are done (writers go on beside every hold), at most MAX_ROUNDS.
+ROUNDS = 8
+MAX_ROUNDS = 60
 HOLDS = 6  # times a writer is held between its event insert and its commit
 # A hold lasts until another writer meets it and the readers have read twice: far
 # less than SQLite's busy timeout (20 s), after which the queued writers would fail.
@@ -71,7 +74,6 @@ class Holds:
     holding: threading.Event = field(default_factory=threading.Event)
     released: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    held_pid: int | None = None
     held_ids: list[int] = field(default_factory=list)
     jitter: random.Random = field(default_factory=lambda: random.Random(17))
 
@@ -86,7 +88,6 @@ class Holds:
             with connection.cursor() as cursor:
                 if connection.vendor == "postgresql":  # the last id this transaction drew
                     cursor.execute("SELECT currval('coordination_event_id_seq')")
-                    self.held_pid = connection.connection.info.backend_pid
                 else:  # the only writer: its ids are the newest
                     cursor.execute("SELECT MAX(id) FROM coordination_event")
                 self.held_ids.append(int(cursor.fetchone()[0]))
@@ -104,14 +105,11 @@ def holds(monkeypatch: pytest.MonkeyPatch) -> Holds:
     return holds
 
 
-def blocked_behind(pid: int) -> bool:
-    """Whether a backend waits on a lock held by ``pid`` (PostgreSQL)."""
+def committed_past(event_id: int) -> bool:
+    """Whether an event with a greater id has committed (PostgreSQL: this thread's
+    connection sees only commits)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted"
-            " AND %s = ANY(pg_blocking_pids(pid)))",
-            [pid],
-        )
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM coordination_event WHERE id > %s)", [event_id])
         return bool(cursor.fetchone()[0])
 
 
@@ -122,6 +120,8 @@ def blocked_behind(pid: int) -> bool:
 class Race:
     workspace: Workspace
     done: threading.Event = field(default_factory=threading.Event)
+    holds_done: threading.Event = field(default_factory=threading.Event)
+    rounds: dict[int, int] = field(default_factory=dict)  # per writer, done
     in_flight: int = 0
     errors: list[BaseException] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -140,7 +140,10 @@ def writer(race: Race, n: int, issue_id: int, session_id: int) -> None:
     """Claims, releases, posts and leases on an issue of its own."""
     workspace = race.workspace
     rng = random.Random(n)
-    for round_number in range(ROUNDS):
+    for round_number in range(MAX_ROUNDS):
+        if round_number >= ROUNDS and race.holds_done.is_set():
+            break
+        race.rounds[n] = round_number
         paths = [f"w{n}/{p}.py" for p in rng.sample(range(6), 2)]
         race.op(
             lambda paths=paths: file_claims.claim_files(
@@ -199,8 +202,17 @@ class Reader(threading.Thread):
 
 
 def feed_reader(race: Race) -> Reader:
+    """Reads through the feed itself, with a short bound on its wait for open writers
+    (past it a read answers nothing new): it reads often, held writers or not."""
+
     def read(after: int, limit: int) -> tuple[list[int], int]:
-        page = feed.read(race.workspace, after=after, filters=feed.EventFilter(), limit=limit)
+        page = feed.read(
+            race.workspace,
+            after=after,
+            filters=feed.EventFilter(),
+            limit=limit,
+            writers_bound=0.05,
+        )
         return [event.pk for event in page.events], page.next
 
     return Reader(race, read)
@@ -276,6 +288,7 @@ def test_readers_following_next_see_every_event_once_in_order_under_16_writers(
         thread.start()
 
     held = [hold_once(holds, race, readers, threads) for _ in range(HOLDS)]
+    race.holds_done.set()
     holds.released.set()
 
     for thread in threads:
@@ -288,11 +301,13 @@ def test_readers_following_next_see_every_event_once_in_order_under_16_writers(
         assert not reader.is_alive(), "a reader never caught up"
 
     table = table_ids(workspace)
-    assert len(table) == EVENTS
+    assert len(table) == WRITERS + sum(  # the registrations, then each round's events
+        4 * (done + 1) + 2 * (done // 2 + 1) for done in race.rounds.values()
+    )
     for reader in readers:
         assert_saw_everything_once_in_order(reader, table)
-    # The held writers' events were invisible while held, and seen once after.
-    assert not any(hold.seen_while_held for hold in held)
+    # No reader went past a held id while it was open: it waited, and saw it once after.
+    assert not any(hold.passed_while_held for hold in held)
     met = sum(hold.met for hold in held)
     assert met >= 1, "no writer ever met a held one: the race proved nothing"
     print(
@@ -303,50 +318,47 @@ def test_readers_following_next_see_every_event_once_in_order_under_16_writers(
 
 @dataclass(frozen=True)
 class Hold:
-    met: bool  # another writer came to the held one's open transaction
-    seen_while_held: bool  # a reader saw the held events before their commit
+    met: bool  # another writer came to the held one: committed past it, or queued
+    passed_while_held: bool  # a reader went past the held id before it committed
 
 
 def hold_once(
     holds: Holds, race: Race, readers: list[Reader], writers: list[threading.Thread]
 ) -> Hold:
-    """Hold the next writer to insert its events until another writer meets it:
-    queued behind its log lock (PostgreSQL), blocked at BEGIN IMMEDIATE (SQLite),
-    or, were the guarantee broken, committed past it; and until both readers have
-    read twice since. Then let it commit."""
+    """Hold the next writer to insert its events until another writer meets it: on
+    PostgreSQL, commits a greater id (writers never wait for each other, so ids now
+    commit out of order); on SQLite, queues at BEGIN IMMEDIATE. Then until both
+    readers have read twice since. Then let it commit."""
 
-    def writing() -> bool:
-        return any(writer.is_alive() for writer in writers)
+    def writing(others: int = 0) -> bool:
+        """Whether more than ``others`` writers are still at work."""
+        return sum(writer.is_alive() for writer in writers) > others
 
     holds.holding.clear()
     holds.released.clear()
     holds.armed.set()
     if not wait_for(lambda: holds.holding.is_set() or not writing(), "a writer to be held"):
-        return Hold(met=False, seen_while_held=False)
+        return Hold(met=False, passed_while_held=False)
     if not holds.holding.is_set():  # the writers finished first
         holds.armed.clear()
-        return Hold(met=False, seen_while_held=False)
+        return Hold(met=False, passed_while_held=False)
     held_id = holds.held_ids[-1]
-    if connection.vendor == "postgresql":
-        pid = holds.held_pid
-        assert pid is not None
 
-        def met() -> bool:
-            return blocked_behind(pid) or newest_seen(readers) > held_id
-    else:
+    def met() -> bool:
+        if connection.vendor == "postgresql":
+            return committed_past(held_id)
+        return race.in_flight > 1  # another writer's transaction waits for the held one
 
-        def met() -> bool:  # any other writer's transaction waits for the held one's
-            return race.in_flight > 1
-
-    did_meet = wait_for(lambda: met() or not writing(), "a writer to meet the hold") and met()
+    # (The held writer is at work: another is, too, or none is left to meet it.)
+    did_meet = wait_for(lambda: met() or not writing(1), "a writer to meet the hold") and met()
     reads = [reader.reads for reader in readers]
-    wait_for(
+    wait_for(  # each reader has begun and ended a read since: two reads
         lambda: all(r.reads >= n + 2 for r, n in zip(readers, reads, strict=True)),
         "the readers to read during the hold",
     )
-    seen = any(held_id in reader.seen for reader in readers)
+    passed = newest_seen(readers) > held_id
     holds.released.set()
-    return Hold(met=did_meet, seen_while_held=seen)
+    return Hold(met=did_meet, passed_while_held=passed)
 
 
 def run_writer(race: Race, n: int, issue_id: int, session_id: int) -> None:
@@ -358,13 +370,7 @@ def run_writer(race: Race, n: int, issue_id: int, session_id: int) -> None:
         connections.close_all()
 
 
-# --- the lock itself (PostgreSQL) ------------------------------------------------------
-
-
-def newest_sequence_value() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT last_value FROM coordination_event_id_seq")
-        return int(cursor.fetchone()[0])
+# --- the reader's wait for open writers (PostgreSQL) -----------------------------------
 
 
 def announce(workspace: Workspace) -> int:
@@ -375,63 +381,47 @@ def announce(workspace: Workspace) -> int:
     )
 
 
+def read_ids(workspace: Workspace, *, after: int, bound: float) -> tuple[list[int], int]:
+    def read() -> tuple[list[int], int]:
+        page = feed.read(
+            workspace, after=after, filters=feed.EventFilter(), limit=100, writers_bound=bound
+        )
+        return [event.pk for event in page.events], page.next
+
+    return in_thread(read)
+
+
 @pytest.mark.postgres
-def test_a_second_writer_draws_its_event_id_only_after_the_first_commits(workspace):
-    """The first writer has written its event and not committed: the second queues on
-    the workspace's log lock before its id is drawn, so its id comes after the first's
-    and the first's commit is visible before the second's."""
-    drawn: dict[str, int] = {}
+def test_a_reader_never_passes_an_id_whose_writer_is_still_open(workspace):
+    """The first writer has drawn its id and not committed; the second draws a greater
+    one and commits without waiting for the first. A reader then answers nothing new
+    (after its bound) rather than the second's id, which would skip the first's for
+    good; once the first commits, it answers both, in order."""
+    seen: dict[str, Any] = {}
 
     def first(let_racer_in: Callable[[], None]) -> int:
         mine = announce(workspace)  # the change block ends; the transaction does not
-        let_racer_in()  # returns once the second waits on a lock we hold
-        drawn["while queued"] = newest_sequence_value()
+        let_racer_in()  # returns once the second has committed (it waits for nothing)
+        seen["committed past"] = committed_past(mine)
+        seen["while open"] = read_ids(workspace, after=mine - 1, bound=0.2)
         return mine
 
-    def second() -> int:
-        return announce(workspace)
-
-    mine, theirs = hold_and_race(first, second)
+    mine, theirs = hold_and_race(first, lambda: announce(workspace))
     assert isinstance(mine, int) and isinstance(theirs, int), (mine, theirs)
-    assert drawn["while queued"] == mine, "the second writer drew an id before the first committed"
-    assert theirs > mine
-    assert list(Event.objects.order_by("id").values_list("id", flat=True)) == [mine, theirs]
+    assert theirs > mine and seen["committed past"], "the ids did not commit out of order"
+    assert seen["while open"] == ([], mine - 1)
+    assert read_ids(workspace, after=mine - 1, bound=5) == ([mine, theirs], theirs)
 
 
 @pytest.mark.postgres
-def test_a_change_that_writes_no_event_does_not_wait_for_the_log(workspace, make_session):
-    session = make_session()
-    beat: dict[str, Any] = {}
+def test_an_open_writer_holds_up_only_readers_of_its_own_workspace(workspace, other_workspace):
+    seen: dict[str, Any] = {}
 
     def first(let_racer_in: Callable[[], None]) -> None:
         announce(workspace)
-        beat["thread"] = threading.Thread(
-            target=lambda: (
-                beat.update(
-                    session=agents.heartbeat_session(workspace=workspace, session_id=session.pk)
-                ),
-                connections.close_all(),
-            )
-        )
-        beat["thread"].start()
-        beat["thread"].join(RACER_TIMEOUT)  # within the first's open transaction
+        seen["theirs"] = in_thread(lambda: announce(other_workspace))
+        seen["read"] = read_ids(other_workspace, after=0, bound=RACER_TIMEOUT)
 
     [result, _] = hold_and_race(first, lambda: None)
-    assert result is None
-    assert beat["session"].pk == session.pk, "a heartbeat waited for another's event lock"
-
-
-@pytest.mark.postgres
-def test_a_held_log_lock_holds_up_only_its_own_workspace(workspace, other_workspace):
-    theirs: dict[str, int] = {}
-
-    def first(let_racer_in: Callable[[], None]) -> None:
-        announce(workspace)
-        other = threading.Thread(
-            target=lambda: (theirs.update(id=announce(other_workspace)), connections.close_all())
-        )
-        other.start()
-        other.join(RACER_TIMEOUT)  # committed while ours is still open
-
-    hold_and_race(first, lambda: None)
-    assert Event.objects.filter(workspace=other_workspace, pk=theirs["id"]).exists()
+    assert result is None, result
+    assert seen["read"] == ([seen["theirs"]], seen["theirs"])
