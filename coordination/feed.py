@@ -56,6 +56,8 @@ POLL_SECONDS = 0.25
 LISTENING_POLL_SECONDS = 5.0
 # How long a read waits for the writers committing ids it might otherwise jump over.
 WRITERS_BOUND_SECONDS = 1.0
+# How often the listener looks up from its notifications to see whether to stop.
+LISTENER_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,7 @@ class Wakeups:
         self._condition = threading.Condition()
         self._generation = 0
         self._listener: threading.Thread | None = None
+        self._stopping = threading.Event()  # the current listener's
         self.listening = False
 
     def generation(self) -> int:
@@ -206,27 +209,44 @@ class Wakeups:
         with self._condition:
             if self._listener is not None and self._listener.is_alive():
                 return
+            self._stopping = threading.Event()
             self._listener = threading.Thread(
-                target=self._listen, name="projektor-events-listener", daemon=True
+                target=self._listen,
+                args=(self._stopping,),
+                name="projektor-events-listener",
+                daemon=True,
             )
             self._listener.start()
 
-    def _listen(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the listener and close its connection; the next wait starts another.
+        For the tests: a connection left open keeps their database from being dropped."""
+        with self._condition:
+            listener, self._listener = self._listener, None
+            self._stopping.set()
+        if listener is not None:
+            listener.join(timeout)
+
+    def _listen(self, stopping: threading.Event) -> None:
         backoff = 0.5
-        while True:
+        while not stopping.is_set():
             try:
                 with psycopg.connect(conninfo(), autocommit=True) as listener:
                     listener.execute(f"LISTEN {sql.CHANNEL}")
                     self.listening = True
                     self.wake()  # anything committed before LISTEN: waiters re-read
                     backoff = 0.5
-                    for _ in listener.notifies():
-                        self.wake()
+                    while not stopping.is_set():
+                        # Notifications that arrive between two calls wait in the
+                        # connection for the next one: none is lost.
+                        for _ in listener.notifies(timeout=LISTENER_CHECK_SECONDS):
+                            self.wake()
             except psycopg.Error as error:
                 log.warning("event listener lost its connection (%s); reconnecting", error)
             finally:
                 self.listening = False
-            time.sleep(backoff)  # the database is down: try again, less often each time
+            # The database is down: try again, less often each time.
+            stopping.wait(backoff)
             backoff = min(backoff * 2, 10.0)
 
 

@@ -227,3 +227,14 @@ def django_db_modify_db_settings(
     if database["ENGINE"] == "django.db.backends.sqlite3":
         folder = tmp_path_factory.mktemp("sqlite")
         database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
+
+
+@pytest.fixture(autouse=True)
+def _event_listener_stopped() -> Iterator[None]:
+    """A long-poll on PostgreSQL starts this process's LISTEN thread on the test
+    database: stop it after the test, or its connection keeps the database from
+    being dropped at the end of the run."""
+    yield
+    from coordination import feed
+
+    feed.wakeups.stop()

@@ -3,6 +3,9 @@ worktrees, agents and projects on both sides of the workspace line; fence scenar
 (a holder that lost its lease or its lock); runs in each end state; file claims; a
 schema editor for the migrations' own functions."""
 
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,6 +214,35 @@ def held(**filters):
     """{path: issue id} of every unreleased claim."""
     rows = FileClaim.objects.filter(released_at__isnull=True, **filters)
     return dict(rows.values_list("path", "issue_id"))
+
+
+# --- a database other threads and processes can share ------------------------------
+
+
+@pytest.fixture
+def file_database(tmp_path: Path) -> Iterator[Path | None]:
+    """SQLite's test database lives in this process's memory, with a shared cache
+    where a second writer fails at once ("database table is locked") instead of
+    queuing as connections to a file do. So on SQLite new connections (other
+    threads') open a file copy of it, made now, which is yielded for other processes
+    too; the test's own connection stays on the in-memory one, so a test that uses
+    this fixture reads and writes through other threads. On PostgreSQL: nothing to
+    do (None). Set up what the test needs before this fixture."""
+    if connection.vendor != "sqlite":
+        yield None
+        return
+    settings_dict = connection.settings_dict
+    name = settings_dict["NAME"]
+    path = tmp_path / "shared.sqlite3"
+    connection.ensure_connection()
+    copy = sqlite3.connect(path)
+    connection.connection.backup(copy)
+    copy.close()
+    settings_dict["NAME"] = str(path)
+    try:
+        yield path
+    finally:
+        settings_dict["NAME"] = name
 
 
 # --- migrations -----------------------------------------------------------------------
