@@ -166,11 +166,15 @@ def test_a_hanging_receiver_does_not_hold_up_other_webhooks(workspace, receiver,
     ids = emit(workspace, 5)
 
     wait_until(lambda: len(receiver.requests("/quick")) == 5, "the quick webhook's events")
+    # On a busy machine the slow webhook's first request may not have arrived yet.
+    wait_until(lambda: len(receiver.requests("/slow")) >= 1, "the slow webhook's first event")
     assert sent_events(receiver, "/quick") == ids
-    assert sent_events(receiver, "/slow") == ids[:1]  # still held, and nothing after it
+    # Still held, and nothing after it (a send that timed out meanwhile is retried:
+    # at least once, so the same event may come twice, never a later one).
+    assert set(sent_events(receiver, "/slow")) == set(ids[:1])
     let_go.set()
     wait_until(lambda: set(states(slow).values()) == {State.DELIVERED}, "the slow one")
-    assert sent_events(receiver, "/slow") == ids
+    assert list(dict.fromkeys(sent_events(receiver, "/slow"))) == ids
     assert set(states(quick).values()) == {State.DELIVERED}
 
 
