@@ -98,7 +98,7 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             agent=agent,
         )
         ApiKey.issue(workspace, f"key-{n}")
-        m.Event.objects.create(
+        event = m.Event.objects.create(
             workspace=workspace,
             type="lease.granted",
             project=project,
@@ -110,7 +110,6 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
         webhook = m.Webhook.objects.create(
             workspace=workspace, url=f"https://hooks.example.test/{n}", secret="s" * 20
         )
-        event = m.Event.objects.create(workspace=workspace, type="message.posted")
         m.WebhookDelivery.objects.create(
             workspace=workspace, webhook=webhook, event=event, last_status=500, last_error="No."
         )
