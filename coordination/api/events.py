@@ -42,6 +42,19 @@ LIST_DESCRIPTION = (
 )
 
 
+# One frame of the stream, as an SSE client parses it (the schema of each event, not of
+# the whole body): ``data`` is the event's JSON, ``event`` its type, ``id`` its id.
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "event": {"type": "string"},
+        "data": {"type": "string", "description": "The event, as JSON."},
+        "retry": {"type": "integer"},
+    },
+}
+
+
 def parse_query(
     request: Request, workspace: Workspace, serializer: type[EventQuery] = EventQuery
 ) -> tuple[dict[str, Any], feed.EventFilter]:
@@ -172,7 +185,7 @@ class EventStreamView(APIView):
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR,
+                SSE_FRAME,
                 description="The stream of event frames.",
                 examples=[
                     OpenApiExample(

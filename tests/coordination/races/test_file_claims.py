@@ -20,7 +20,7 @@ from coordination.models import (
     IssueLease,
     ReleaseReason,
 )
-from coordination.services import agents, file_claims, work, workflow
+from coordination.services import agents, events, file_claims, work, workflow
 from coordination.services.common import release_unreleased
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease, lease_fences
@@ -277,8 +277,9 @@ def test_a_fenced_file_claim_racing_a_start_work_on_the_same_paths(
             assert {claim.session_id for claim in held} == {None}  # kept by start_work
         assert held.count() == len(paths)
         assert IssueLease.objects.unreleased().get(issue=issue).pk == started.lease.pk
-        # Clear the field for the next round.
-        file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.RELEASED)
+        # Clear the field for the next round (a release announces itself: in a change).
+        with events.change():
+            file_claims.release_issue_claims(issue=issue, reason=ReleaseReason.RELEASED)
         agents.end_session(workspace=workspace, session_id=started.session.pk)
 
     assert lease_fences(issue) == list(range(1, 2 * FENCE_ROUNDS + 1))
