@@ -155,6 +155,7 @@ class AgentSessionAdmin(StateAdmin):
         if key is None:
             return "—"
         return f"{key.key_prefix}… ({key.kind} key{f' {key.name}' if key.name else ''})"
+
     workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
 
     @admin.display(description="session", ordering="pk")

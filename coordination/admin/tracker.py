@@ -76,7 +76,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def force(self, obj: m.ApiKey) -> bool:
         return obj.can_force
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ["workspace", "name", "kind", "agent", "force", "expires_at"]
         return [

@@ -5,9 +5,9 @@ the MCP tools)."""
 from http import HTTPStatus
 from typing import Any
 
+from django.urls import Resolver404, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
-from django.urls import Resolver404, resolve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer

@@ -92,9 +92,10 @@ def allow(key: ApiKey | None, act: Act) -> None:
 
 def check_agent(key: ApiKey | None, name: object) -> None:
     """An agent key acts as its own agent: another name in the body is refused."""
-    if is_agent_key(key) and isinstance(name, str) and key is not None:
-        if name != agent_name_of(key):
-            raise Forbidden(f"{describe(key)} cannot act as agent {name!r}.")
+    if key is None or not is_agent_key(key) or not isinstance(name, str):
+        return
+    if name != agent_name_of(key):
+        raise Forbidden(f"{describe(key)} cannot act as agent {name!r}.")
 
 
 def acting_agent(key: ApiKey | None, name: str | None) -> str:
@@ -145,8 +146,7 @@ def check_session(key: ApiKey | None, session_id: int) -> None:
 
 def not_own_session(session_id: int) -> Forbidden:
     return Forbidden(
-        f"An agent key acts only in its agent's sessions: session {session_id} is another "
-        "agent's."
+        f"An agent key acts only in its agent's sessions: session {session_id} is another agent's."
     )
 
 
