@@ -3,7 +3,7 @@
 
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from coordination.errors import Forbidden, InvalidInput, NotFound
@@ -62,12 +62,8 @@ def mint_key(
         raise InvalidInput("expires_at must be in the future.", field="expires_at")
     with transaction.atomic():
         agent = None
-        if agent_name:
-            try:
-                with transaction.atomic():
-                    agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
-            except IntegrityError:  # created meanwhile by a concurrent register
-                agent = Agent.objects.get(workspace=workspace, name=agent_name)
+        if agent_name:  # get_or_create survives a concurrent register of the same name
+            agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
         key, raw = ApiKey.issue(
             workspace, name, kind=kind, agent=agent, can_force=force, expires_at=expires_at
         )
@@ -77,7 +73,11 @@ def mint_key(
 def revoke_key(*, workspace: Workspace, key_id: int) -> ApiKey:
     """Revoke a key of ``workspace`` (another workspace's is not found, invariant 9).
     Revoking twice keeps the first time; from the next request on the key is 401."""
-    key = ApiKey.objects.filter(workspace=workspace, pk=key_id).select_related("agent").first()
+    key = (
+        ApiKey.objects.filter(workspace=workspace, pk=key_id)
+        .select_related("agent", "workspace")
+        .first()
+    )
     if key is None:
         raise NotFound(f"Key {key_id} does not exist.")
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
