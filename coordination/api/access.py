@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rest_framework import permissions
+from rest_framework import exceptions, permissions
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from coordination.api import refusals as r
 from coordination.api.serializers.fields import IdField
+from coordination.errors import Forbidden, InvalidInput
 from coordination.models import MAX_ID, ApiKey
 from coordination.services import access
 from coordination.services.access import Act
@@ -112,8 +113,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("key-revoke", "POST"): Rule(Act.REVOKE, key=True),
 }
 
-# Answered as the GET of the same route (HEAD) or as a read (OPTIONS: the metadata).
-AS_GET = {"HEAD", "OPTIONS"}
+# HEAD is the GET of its route; OPTIONS (the route's metadata) is a read.
+SAFE = {"HEAD", "OPTIONS"}
 
 
 def refusals_of(rule: Rule | None) -> list[r.Refusal]:
@@ -146,8 +147,9 @@ def key_of(request: Request) -> ApiKey | None:
 
 
 def rule_of(url_name: str | None, method: str) -> Rule | None:
-    method = "GET" if method in AS_GET else method
-    return RULES.get((url_name or "", method))
+    if method == "OPTIONS":
+        return READ
+    return RULES.get((url_name or "", "GET" if method == "HEAD" else method))
 
 
 def _id(value: Any) -> int | None:
@@ -170,18 +172,30 @@ def _url_id(view: Any) -> int | None:
 
 
 class KeyAccess(permissions.BasePermission):
-    """The rule of the route, for the request's key (``coordination.services.access``)."""
+    """The rule of the route, for the request's key (``coordination.services.access``).
+
+    Its refusals are DRF's own exceptions (rendered in the same error shape), which
+    DRF's OPTIONS metadata expects of a permission when it asks which writes a caller
+    may make."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        try:
+            return self.check(request, view)
+        except Forbidden as refused:
+            raise exceptions.PermissionDenied(refused.detail) from None
+        except InvalidInput as refused:
+            field = refused.extra.get("field", "non_field_errors")
+            raise exceptions.ValidationError({field: [refused.detail]}) from None
+
+    def check(self, request: Request, view: Any) -> bool:
         method = (request.method or "GET").upper()
-        if method not in AS_GET and getattr(view, method.lower(), None) is None:
+        if method not in SAFE and getattr(view, method.lower(), None) is None:
             return True  # not a method of this view: 405
         key = key_of(request)
         match = getattr(request, "resolver_match", None)
         rule = rule_of(match.url_name if match is not None else None, method)
-        if rule is None:
-            # A route with no rule: fleet keys and people only, until it has one.
-            access.allow(key, Act.ADMINISTER)
+        if rule is None:  # fleet keys and people only, until it has one
+            access.allow_unlisted(key)
             return True
         access.allow(key, rule.act)
         if access.kind_of(key) == ApiKey.Kind.FLEET and (key is None or key.can_force):

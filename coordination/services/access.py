@@ -90,6 +90,12 @@ def allow(key: ApiKey | None, act: Act) -> None:
         raise Forbidden(f"{describe(key)} may not {WHAT[act]}.")
 
 
+def allow_unlisted(key: ApiKey | None) -> None:
+    """A route with no rule yet: fleet keys and people only (failing closed)."""
+    if kind_of(key) != Kind.FLEET:
+        raise Forbidden(f"{describe(key)} may not make this call: it has no access rule yet.")
+
+
 def check_agent(key: ApiKey | None, name: object) -> None:
     """An agent key acts as its own agent: another name in the body is refused."""
     if key is None or not is_agent_key(key) or not isinstance(name, str):
@@ -118,7 +124,7 @@ def require_session(key: ApiKey | None, session_id: int | None) -> None:
     claims would release other agents' too."""
     if session_id is None and is_agent_key(key):
         raise InvalidInput(
-            "session: With an agent key, name the session this call acts in.", field="session"
+            "With an agent key, name the session this call acts in.", field="session"
         )
 
 

@@ -486,7 +486,9 @@ def test_an_agent_key_names_the_session_of_its_file_claims(world):
         ("/file-claims/release/", {"issue": world.alpha.issue}),
     ):
         before = snapshot()
-        assert assert_error(post(client, url, body), 400, "invalid")["field"] == "session"
+        refused = assert_error(post(client, url, body), 400, "invalid")
+        assert refused["detail"].startswith("session: With an agent key"), refused
+        assert "session" in refused["errors"]
         assert snapshot() == before
 
 
@@ -580,3 +582,16 @@ def test_a_claim_of_another_agent_leaves_its_claims_alone(world):
     )
     assert own.status_code == 200 and own.json()["released"] == []
     assert Message.objects.count() == 2  # nothing announced either
+
+
+def test_a_route_without_a_rule_is_refused_to_all_but_fleet_keys(world, monkeypatch):
+    monkeypatch.delitem(access.RULES, ("workflow", "GET"))
+    for persona, status in (("fleet", 200), ("agent_own", 403), ("read", 403)):
+        response = make_client(world.raw[persona]).get(f"{V1}/workflow/")
+        assert response.status_code == status, (persona, response.content)
+
+
+def test_a_method_a_route_lacks_is_405_and_options_a_read_for_every_key(world):
+    reader = make_client(world.raw["read"])
+    assert_error(reader.delete(f"{V1}/sessions/{world.alpha.session}/"), 405, "method_not_allowed")
+    assert reader.options(f"{V1}/file-claims/release/").status_code == 200
