@@ -119,6 +119,14 @@ class Dialect:
             return f"{expression} = ANY(%s::text[])"
         return f"{expression} IN (SELECT value FROM json_each(%s))"
 
+    def among(self, expression: str, subquery: str) -> str:
+        """``expression`` is one of the values ``subquery`` returns, looked up by
+        ``expression``'s index: on PostgreSQL ``= ANY(ARRAY(...))``, a subplan run once,
+        since as ``IN (...)`` the planner may hash-join the whole table against it."""
+        if self.postgres:
+            return f"{expression} = ANY(ARRAY({subquery}))"
+        return f"{expression} IN ({subquery})"
+
     def listed(self, values: Sequence[str]) -> Any:
         """The parameter of ``any_of``."""
         return list(values) if self.postgres else json.dumps(list(values))

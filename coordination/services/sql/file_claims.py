@@ -89,7 +89,7 @@ def share_claim_issues(
         f"""
         SELECT id, status FROM {ISSUE}
         WHERE id = ANY(ARRAY(SELECT %s UNION ALL
-                             SELECT issue_id FROM {CLAIM} WHERE id IN ({ids})))
+                             SELECT issue_id FROM {CLAIM} WHERE {d.among("id", ids)}))
         ORDER BY id
         FOR SHARE
         """,
@@ -114,7 +114,7 @@ def overlapping_holders(
         f"SELECT {columns(CLAIM, 'c')}, {columns(AGENT, 'a')}, {d.live('s')}"
         f" FROM {CLAIM} c LEFT JOIN {SESSION} s ON s.id = c.session_id"
         f" LEFT JOIN {AGENT} a ON a.id = c.agent_id"
-        f" WHERE c.released_at IS NULL AND c.id IN ({ids})"
+        f" WHERE c.released_at IS NULL AND {d.among('c.id', ids)}"
         f" ORDER BY c.path{d.lock('FOR UPDATE OF c') if lock else ''}",
         params,
     )

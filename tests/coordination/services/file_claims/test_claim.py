@@ -69,9 +69,7 @@ def test_a_claim_needs_no_lease_and_a_lease_reserves_no_file(
     assert IssueLease.objects.live().get().session_id == holder.pk
 
 
-def test_a_file_named_like_a_directory_reserves_nothing_beneath_it(
-    claim, make_issue, make_session
-):
+def test_a_file_named_like_a_directory_reserves_nothing_beneath_it(claim, make_issue, make_session):
     """``src`` is a file claim; ``src/`` would be the directory (invariant 11)."""
     file, leaf = make_issue(), make_issue()
 
@@ -153,9 +151,27 @@ def test_a_live_holder_refuses_the_whole_request_and_the_conflicts_are_logged(
 
     assert caught.value.status == 409 and caught.value.code == "file_conflict"
     assert caught.value.extra["conflicts"] == [
-        {"path": "a.py", "held_path": "a.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
-        {"path": "b.py", "held_path": "b.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
-        {"path": "c.py", "held_path": "c.py", "issue": third.pk, "session": other.pk, "agent": "other"},
+        {
+            "path": "a.py",
+            "held_path": "a.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
+        {
+            "path": "b.py",
+            "held_path": "b.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
+        {
+            "path": "c.py",
+            "held_path": "c.py",
+            "issue": third.pk,
+            "session": other.pk,
+            "agent": "other",
+        },
     ]
     assert held() == {"a.py": theirs.pk, "b.py": theirs.pk, "c.py": third.pk}
     logged = ClaimConflict.objects.order_by("path")
