@@ -116,7 +116,7 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
     @action(detail=False, methods=["post"])
     def check(self, request: Request) -> Response:
         data = parse(FileCheckInput, request)
-        conflicts = selectors.check_files(
+        conflicts = file_claims.check_files(
             workspace=self.workspace, issue_id=data["issue"], paths=data["paths"]
         )
         return Response(FileCheckSerializer({"conflicts": conflicts}).data)

@@ -240,7 +240,7 @@ class DirectDriver(DirectConnection):
         if status in CLOSED_STATUSES:
             raise Refused("409 invalid_transition")
         overlap = sql.overlap_of(paths)
-        holders = self.send(  # selectors.overlapping_claims(lock=True)
+        holders = self.send(  # file_claims.overlapping_claims(lock=True)
             sql.overlapping_holders(self.dialect, workspace_id=self.workspace_id, overlap=overlap)
         ).fetchall()
         # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.

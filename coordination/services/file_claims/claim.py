@@ -78,8 +78,8 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
-from coordination.selectors import Holder, overlapping_claims
 from coordination.services import events, leases, locking, messages, sql
+from coordination.services.file_claims.check import Holder, overlapping_claims
 from coordination.services.file_claims.release import release_claims
 from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 

@@ -7,7 +7,6 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordination import selectors
 from coordination.errors import FileConflict, InvalidInput
 from coordination.liveness import dialect
 from coordination.models import ClaimConflict, Event, FileClaim, Message, ReleaseReason
@@ -271,7 +270,7 @@ def test_check_names_a_file_under_another_issues_directory(
     them = make_session("them")
     claim(theirs, ["src/api/", "docs/a.md"], them)
 
-    conflicts = selectors.check_files(
+    conflicts = file_claims.check_files(
         workspace=workspace,
         issue_id=mine.pk,
         paths=["src/api/v2/x.py", "src/apiv2/x.py", "src/api/a[1].py", "docs/"],
@@ -293,7 +292,9 @@ def test_a_check_skips_dead_holders_and_the_issues_own_claims(
     expire(dead)
     claim(mine, ["b/"])
 
-    assert selectors.check_files(workspace=workspace, issue_id=mine.pk, paths=["a/x", "b/y"]) == []
+    assert (
+        file_claims.check_files(workspace=workspace, issue_id=mine.pk, paths=["a/x", "b/y"]) == []
+    )
 
 
 # --- the statements: flat in active claims --------------------------------------------------
