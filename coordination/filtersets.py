@@ -24,7 +24,7 @@ from coordination.models import (
     Run,
     WipCapDenial,
 )
-from coordination.paths import normalise_path
+from coordination.paths import ancestors, normalise_path, normalise_prefix
 
 
 class StrictBooleanField(forms.Field):
@@ -153,22 +153,24 @@ class RunFilter(filters.FilterSet):
 
 def under_prefix(queryset: QuerySet[Any], field: str, raw: str) -> QuerySet[Any]:
     """Paths equal to the normalised prefix or below it, by whole segments (``src``
-    holds ``src/a.py``, not ``srcs/b.py``). Compared with ``Left`` rather than LIKE,
-    which SQLite folds to case-insensitive."""
-    prefix = normalise_path(raw)
+    holds ``src/a.py``, not ``srcs/b.py``); ``src`` and ``src/`` select alike, the
+    directory claim ``src/`` included. Compared with ``Left`` rather than LIKE, which
+    SQLite folds to case-insensitive."""
+    prefix = normalise_prefix(raw)
     head = Left(field, len(prefix) + 1)
     return queryset.alias(path_head=head).filter(Q(**{field: prefix}) | Q(path_head=f"{prefix}/"))
 
 
 class PathFilterSet(filters.FilterSet):
-    """``?path=`` (exact, after normalisation) and ``?path_prefix=``; a path that
-    cannot be normalised is a 400 naming it, as in a claim body."""
+    """``?path=`` (exact, after normalisation: ``src/`` is the directory claim) and
+    ``?path_prefix=``; a path that cannot be normalised is a 400 naming it, as in a
+    claim body. Filters name rows, not claims to make: ``*`` is a character there."""
 
     path = filters.CharFilter(method="filter_path")
     path_prefix = filters.CharFilter(method="filter_path_prefix")
 
     def filter_path(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
-        return queryset.filter(path=normalise_path(value))
+        return queryset.filter(path=normalise_path(value, literal=True))
 
     def filter_path_prefix(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
         return under_prefix(queryset, "path", value)
@@ -179,10 +181,19 @@ class FileClaimFilter(PathFilterSet):
     issue = id_filter("issue")
     session = id_filter("session")
     release_reason = filters.ChoiceFilter(choices=ReleaseReason.choices)
+    covering = filters.CharFilter(method="filter_covering")
 
     class Meta:
         model = FileClaim
         fields: list[str] = []
+
+    def filter_covering(
+        self, queryset: QuerySet[FileClaim], name: str, value: str
+    ) -> QuerySet[FileClaim]:
+        """The unreleased claims that hold ``value`` (invariant 11): the path itself
+        and each directory claim above it, found by equality on the index."""
+        path = normalise_path(value, literal=True)
+        return queryset.filter(released_at__isnull=True, path__in=[path, *ancestors(path)])
 
 
 class ClaimConflictFilter(PathFilterSet):

@@ -2,8 +2,8 @@
 a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
 other unknown reference in a body is 400 (docs/design.md, error shape)."""
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,7 +49,6 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.paths import MAX_CHECK_PATHS, checked_paths
 from coordination.services import sql
 from coordination.services.rows import fetchone
 
@@ -224,46 +223,6 @@ def get_run(workspace: Workspace, run_id: int) -> Run:
 
 def file_claims(workspace: Workspace) -> QuerySet[FileClaim]:
     return FileClaim.objects.filter(workspace=workspace).select_related("agent").order_by("-id")
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds (or held) a path: its issue, session and agent name."""
-
-    path: str
-    issue: int
-    session: int | None
-    agent: str | None
-
-    @classmethod
-    def of(cls, claim: FileClaim) -> "Holder":
-        agent = claim.agent.name if claim.agent is not None else None
-        return cls(path=claim.path, issue=claim.issue_id, session=claim.session_id, agent=agent)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def check_files(*, workspace: Workspace, issue_id: int, paths: Sequence[str]) -> list[Holder]:
-    """The paths a file claim by this issue would be refused, with their holders.
-
-    The same classification as ``file_claims.claim_files``, read-only: an unreleased
-    claim of another issue is a conflict when its holder session is live or when it
-    has no session (held until forced); a dead holder is not, since a claim would
-    reclaim it. Paths are checked and normalised like a claim's (1 to
-    ``MAX_CHECK_PATHS``: a pre-commit guard sends every staged path at once).
-    """
-    issue = get_issue(workspace, issue_id)
-    wanted = checked_paths(paths, limit=MAX_CHECK_PATHS)
-    held = (
-        FileClaim.objects.unreleased()
-        .filter(workspace=workspace, path__in=wanted)
-        .exclude(issue_id=issue.pk)
-        .filter(Q(session__isnull=True) | live_q("session__"))
-        .select_related("agent")
-        .order_by("path")
-    )
-    return [Holder.of(claim) for claim in held]
 
 
 def claim_conflicts(workspace: Workspace) -> QuerySet[ClaimConflict]:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from coordination import selectors as coordination_selectors
 from coordination.errors import CoordinationError
 from coordination.models import Workspace
-from coordination.paths import normalise_path
+from coordination.paths import normalise_prefix
 from heatmap import selectors
 from heatmap.selectors import DEFAULT_DEPTH, MAX_DEPTH, MODES
 
@@ -130,7 +130,8 @@ class BoardForm(WindowForm):
 
 
 class PathForm(WindowForm):
-    """``?path=``: a file or a directory, spelled as claims are (normalised)."""
+    """``?path=``: a file or a directory, spelled as claims are (normalised), with
+    or without a directory's trailing ``/``: its page shows everything under it."""
 
     path = forms.CharField(
         strip=False, max_length=1024, error_messages={"required": "Name a path: ?path=src/a.py"}
@@ -138,6 +139,6 @@ class PathForm(WindowForm):
 
     def clean_path(self) -> str:
         try:
-            return normalise_path(self.cleaned_data["path"])
+            return normalise_prefix(self.cleaned_data["path"])
         except CoordinationError as error:
             raise forms.ValidationError(error.detail) from error

@@ -4,6 +4,10 @@ The heatmap groups events by path prefix; truncating in SQL lets the database
 count (``GROUP BY``) instead of shipping every event row to Python. PostgreSQL has
 the string functions built in; SQLite gets a small deterministic function,
 registered on each new connection.
+
+A directory claim (``src/api/``, invariant 11) counts once, at its directory: its
+head never keeps the trailing ``/`` (``src/api``), so it lands on the directory's
+node, and being longer than its head it marks that node a directory.
 """
 
 from typing import Any
@@ -17,8 +21,9 @@ SQLITE_FUNCTION = "projektor_path_head"
 
 
 def path_head(path: str, segments: int) -> str:
-    """The first ``segments`` segments: ``path_head("a/b/c", 2) == "a/b"``."""
-    return "/".join(path.split("/", segments)[:segments])
+    """The first ``segments`` segments: ``path_head("a/b/c", 2) == "a/b"``; a
+    directory's trailing ``/`` is not a segment (``path_head("a/b/", 3) == "a/b"``)."""
+    return "/".join(path.split("/", segments)[:segments]).rstrip("/")
 
 
 def _sqlite_path_head(path: str | None, segments: int) -> str | None:
@@ -46,7 +51,8 @@ class PathHead(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         path_sql, params = compiler.compile(self.source_expressions[0])
-        sql = f"array_to_string((string_to_array({path_sql}, '/'))[1:{self.segments}], '/')"
+        cut = f"array_to_string((string_to_array({path_sql}, '/'))[1:{self.segments}], '/')"
+        sql = f"rtrim({cut}, '/')"
         return sql, params
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:

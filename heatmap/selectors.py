@@ -21,7 +21,7 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, Query
 
 from coordination.filtersets import under_prefix
 from coordination.models import ClaimConflict, FileClaim, Project, Workspace
-from coordination.paths import normalise_path
+from coordination.paths import normalise_prefix as path_prefix
 from heatmap.paths import PathHead
 
 Mode = Literal["claims", "contention"]
@@ -72,8 +72,9 @@ class Heatmap:
 
 def normalise_prefix(raw: str | None) -> str:
     """``""`` (or nothing) is the root; anything else goes through the claims' own
-    normaliser, so a prefix is spelled like the paths it matches (bad one: 400)."""
-    return normalise_path(raw) if raw else ""
+    normaliser, so a prefix is spelled like the paths it matches (bad one: 400); a
+    directory's trailing ``/`` is dropped (``src/`` is the prefix ``src``)."""
+    return path_prefix(raw) if raw else ""
 
 
 def events(

@@ -85,6 +85,19 @@ def clip(text: str, limit: int, *, keep_end: bool = False, wrap: bool = False) -
     return format_html('<span class="clip {}" title="{}">{}</span>', kind, text, shown)
 
 
+def claim_path(path: str, limit: int) -> SafeString:
+    """A claimed path, clipped; a directory claim (``src/api/``, invariant 11) with a
+    ``dir`` mark before it, since it holds everything under it."""
+    shown = clip(path, limit, keep_end=True)
+    if not path.endswith("/"):
+        return format_html("{}", shown)
+    return format_html(
+        '<span class="kind-dir" title="directory claim: holds every path under {}">dir</span> {}',
+        path,
+        shown,
+    )
+
+
 def clipped(
     attr: str, width: int, *, keep_end: bool = False, description: str | None = None
 ) -> Callable[[Any, Any], SafeString | str]:

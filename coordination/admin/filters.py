@@ -50,6 +50,18 @@ class HolderStateFilter(StateFilter):
     }
 
 
+class ClaimKindFilter(StateFilter):
+    """File claims by kind: a directory (``src/api/``: its whole subtree, invariant 11)
+    or a single file."""
+
+    title = "kind"
+    parameter_name = "kind"
+    conditions = {
+        "directory": ("Directory (holds its subtree)", Q(path__endswith="/")),
+        "file": ("File", ~Q(path__endswith="/")),
+    }
+
+
 class RunLiveFilter(StateFilter):
     title = "live"
     parameter_name = "live"

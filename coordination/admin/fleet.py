@@ -19,7 +19,7 @@ from django.utils.safestring import SafeString
 
 from coordination import models as m
 from coordination.admin import display
-from coordination.admin.filters import HolderStateFilter, RunLiveFilter
+from coordination.admin.filters import ClaimKindFilter, HolderStateFilter, RunLiveFilter
 from coordination.admin.reporting import operator_name, report
 from coordination.admin.state import StateAdmin
 from coordination.services import operators
@@ -77,15 +77,25 @@ class IssueLeaseAdmin(HeldAdmin):
 @admin.register(m.FileClaim)
 class FileClaimAdmin(HeldAdmin):
     list_display = ["path_cell", "issue_cell", "holder", "claimed", "released"]
-    list_filter = [HolderStateFilter, "release_reason", "issue__project", "workspace"]
+    list_filter = [
+        HolderStateFilter,
+        ClaimKindFilter,
+        "release_reason",
+        "issue__project",
+        "workspace",
+    ]
     related = ("issue", "agent")
     issue_width = 0  # the path needs the room: the number, its title on hover
     search_fields = ["path", "issue__title", "=issue__id", "agent__name"]
     date_hierarchy = "claimed_at"
     actions = ["force_release"]
 
-    path_cell = display.clipped("path", 38, keep_end=True)
     claimed = display.dated("claimed_at", "claimed")
+
+    @admin.display(description="path", ordering="path")
+    def path_cell(self, obj: m.FileClaim) -> SafeString:
+        """A directory claim is marked ``dir``: it holds its whole subtree."""
+        return display.claim_path(obj.path, 38)
 
     @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:

@@ -42,7 +42,7 @@ def claims_panel(issue: m.Issue) -> Panel:
         headers=("path", "holder", "claimed"),
         rows=[
             (
-                display.clip(c.path, 70, keep_end=True),
+                display.claim_path(c.path, 70),
                 display.holder(c, stacked=False),
                 display.when(c.claimed_at),
             )

@@ -83,7 +83,9 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
             )
         )
 
-    path_cell = display.clipped("path", 34, keep_end=True)
+    @admin.display(description="path", ordering="path")
+    def path_cell(self, obj: m.ClaimConflict) -> SafeString:
+        return display.claim_path(obj.path, 34)
 
     @admin.display(description="wanted by", ordering="rejected_issue_id")
     def rejected(self, obj: m.ClaimConflict) -> SafeString:

@@ -81,7 +81,7 @@ class FileClaimInline(HoldingInline):
 
     @admin.display(description="path")
     def path_cell(self, row: m.FileClaim) -> SafeString:
-        return display.admin_link(row, display.clip(row.path, 60, keep_end=True))
+        return display.admin_link(row, display.claim_path(row.path, 60))
 
     claimed = display.dated("claimed_at", "claimed")
 

@@ -122,7 +122,16 @@ CLAIMS = [
     }
     for number, path in enumerate(PATHS)
 ]
-HOLDER = {"path": PATHS[0], "issue": 9, "session": 14, "agent": "coder-2"}
+HOLDER = {"path": PATHS[0], "held_path": PATHS[0], "issue": 9, "session": 14, "agent": "coder-2"}
+# coder-3 (session 15) holds the directory src/webhooks/ for issue 11: it holds
+# src/webhooks/retry.py too (invariant 11).
+DIRECTORY_HOLDER = {
+    "path": PATHS[0],
+    "held_path": "src/webhooks/",
+    "issue": 11,
+    "session": 15,
+    "agent": "coder-3",
+}
 CLAIM_CONFLICT = {
     "id": 3,
     "path": PATHS[0],

@@ -27,8 +27,10 @@ from coordination.services import file_claims
     list=extend_schema(
         summary="List file claims",
         description="Newest first. `active=true` keeps the unreleased ones; `path` matches "
-        "the normalised path exactly, `path_prefix` by whole segments (`src` selects `src` "
-        "and `src/a.py`, not `srcs/b.py`). Read-only.",
+        "the normalised path exactly (`src/api/` is the directory claim), `path_prefix` by "
+        "whole segments (`src` and `src/` select `src`, `src/` and `src/a.py`, not "
+        "`srcs/b.py`); `covering` keeps the unreleased claims that hold a path: the path "
+        "itself and each directory claim above it. Read-only.",
     ),
     retrieve=extend_schema(
         summary="Get a file claim",
@@ -45,12 +47,16 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         summary="Claim files for an issue",
         description="Claims every path for the issue, or none (invariant 5). Paths come "
         "back normalised and sorted, literal after normalisation (invariant 6); a path "
-        "this issue holds already is kept; a dead holder's path is reclaimed `expired` and "
-        "listed in `reclaimed` (invariant 4). A path held by another issue's live claim, or "
-        "by a claim with no session, is a conflict: without `force` the whole request is "
-        "refused and every conflict logged in /claim-conflicts/ (invariant 8); with `force` "
-        "the holders are released `overridden`, listed in `overridden` and told by message. "
-        "With `fence`, only while that lease is the issue's current one.",
+        "ending in `/` is a directory claim, holding everything under it, and a glob "
+        "(`*`, `?`, `[`) is a 400 (invariant 11). A path this issue holds already is kept; "
+        "an overlapping claim of a dead holder is reclaimed `expired` and listed in "
+        "`reclaimed` (invariant 4). A claim of another issue that overlaps a path (the same "
+        "path, a directory claim above it, or a claim under a requested directory) whose "
+        "holder is live, or that has no session, is a conflict: without `force` the whole "
+        "request is refused and every (path, holder) pair logged in /claim-conflicts/ at "
+        "the deeper path (invariant 8); with `force` the holders are released "
+        "`overridden`, listed in `overridden` and told by message. With `fence`, only "
+        "while that lease is the issue's current one.",
         request=FileClaimInput,
         responses={
             201: ClaimedFilesSerializer,
@@ -79,8 +85,9 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
     @extend_schema(
         summary="Release file claims",
         description="Releases the issue's claims as `released` (invariant 7): on `paths`, "
-        "or all of them without; with `session`, only that session's. Paths the issue does "
-        "not hold are ignored; `released` lists those that were.",
+        "or all of them without; with `session`, only that session's. A path releases the "
+        "claim spelled so (`src/api/` the directory claim, never the claims under it). "
+        "Paths the issue does not hold are ignored; `released` lists those that were.",
         request=FileReleaseInput,
         responses={200: ReleasedFilesSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
     )
@@ -97,17 +104,19 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
 
     @extend_schema(
         summary="Check paths against the live claims",
-        description="Which of the paths (1-1000) a claim by this issue would be refused: those "
-        "held by another issue's live claim or by a claim with no session, with their "
-        "holders. Read-only: it claims nothing, logs no conflict and reclaims nothing. The "
-        "pre-commit guard (GET /guard/pre-commit) sends it every staged path.",
+        description="Which of the paths (1-1000) a claim by this issue would be refused: "
+        "each (path, holder) pair where another issue's live claim, or a claim with no "
+        "session, overlaps the path (the path itself, a directory claim above it, or a claim "
+        "under a directory asked about; invariant 11). Read-only: it claims nothing, logs "
+        "no conflict and reclaims nothing. The pre-commit guard (GET /guard/pre-commit) "
+        "sends it every staged path.",
         request=FileCheckInput,
         responses={200: FileCheckSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
     )
     @action(detail=False, methods=["post"])
     def check(self, request: Request) -> Response:
         data = parse(FileCheckInput, request)
-        conflicts = selectors.check_files(
+        conflicts = file_claims.check_files(
             workspace=self.workspace, issue_id=data["issue"], paths=data["paths"]
         )
         return Response(FileCheckSerializer({"conflicts": conflicts}).data)

@@ -88,16 +88,23 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
     "file_conflict": {
         "conflicts": {
             "type": "array",
+            "description": "Each (requested path, overlapping holder), the first 100.",
             "items": {
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string"},
+                    "path": {"type": "string", "description": "The requested path."},
+                    "held_path": {
+                        "type": "string",
+                        "description": "The holder's claim: `path` itself, a directory "
+                        "claim above it, or a claim under it (a requested directory).",
+                    },
                     "issue": {"type": "integer"},
                     "session": NULLABLE_INT,
                     "agent": NULLABLE_STR,
                 },
             },
-        }
+        },
+        "conflicts_total": {"type": "integer", "description": "How many conflicts in all."},
     },
     "worktree_busy": {
         "holder": HOLDER,
@@ -228,10 +235,20 @@ STALE_LOCK_FENCE = refusal(
 )
 FILE_CONFLICT = refusal(
     e.FileConflict,
-    "a path is held by another issue's live claim (or by a claim with no session): nothing "
-    "was claimed and each conflict is logged (invariant 5); `conflicts` names each holder",
+    "a path overlaps another issue's live claim (or a claim with no session): the same "
+    "path, a directory claim above it, or for a directory a claim under it; nothing was "
+    "claimed and each conflict is logged (invariants 5, 11); `conflicts` names each holder",
     "1 of 2 paths are claimed by other issues; nothing was claimed.",
-    conflicts=[{"path": "src/webhooks/retry.py", "issue": 9, "session": 14, "agent": "coder-2"}],
+    conflicts=[
+        {
+            "path": "src/webhooks/retry.py",
+            "held_path": "src/webhooks/",
+            "issue": 11,
+            "session": 15,
+            "agent": "coder-3",
+        }
+    ],
+    conflicts_total=1,
 )
 WORKTREE_BUSY = refusal(
     e.WorktreeBusy,

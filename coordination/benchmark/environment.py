@@ -10,6 +10,7 @@ from django.db import connection
 
 from coordination.benchmark import direct, load
 from coordination.liveness import dialect
+from coordination.paths import lock_nodes
 from coordination.services import locking, sql
 
 
@@ -23,7 +24,8 @@ def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectT
         key_hash=bench.key_hash,
         advisory_namespace=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
         event_namespace=locking.ADVISORY_LOCK_KEYS["event_log"],
-        lock_keys={path: locking.path_lock_key(bench.pk, path) for path in paths},
+        # Every node a claim of those paths locks: the paths and the directories above.
+        lock_keys={node: locking.path_lock_key(bench.pk, node) for node in lock_nodes(paths)},
         client_side_binding=options.get("server_side_binding") is not True,
         prepare_threshold=options.get("prepare_threshold"),
     )

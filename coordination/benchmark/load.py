@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +46,8 @@ from coordination.services import logs
 
 PATHS_PER_AGENT = 10
 CONTENDED_POOL_SIZE = 50
+# The directories scenario's shared tree: packages × modules × files.
+TREE_PACKAGES, TREE_MODULES, TREE_FILES = 8, 8, 8
 FLEET_AGENTS = 1_000  # identities behind the loaded sessions and history
 
 
@@ -61,6 +63,7 @@ class Volumes:
     history_paths: int = 20_000
     active_claims: int = 10_000  # unreleased, held by live sessions
     active_sessions: int = 100
+    active_directories: int = 1_000  # unreleased directory claims, by the same sessions
     fleet_agents: int = FLEET_AGENTS
 
     def scaled_down(self, divisor: int) -> Volumes:
@@ -80,10 +83,12 @@ class BenchWorkspace:
     lease_issues: list[int]
     files_issues: list[int]
     contended_issues: list[int]
+    directories_issues: list[int]
     counter_issues: list[int]  # the statement counter's own: lease, files, a rival's
     fleet_agents: list[int]  # ids of the identities behind loaded rows
     live_session_ids: list[int]
     active_session_ids: list[int]
+    active_issue_ids: list[int] = field(default_factory=list)
 
     @property
     def pk(self) -> int:
@@ -104,6 +109,18 @@ def contended_pool() -> tuple[str, ...]:
     """The shared paths every agent of ``contended`` draws from."""
     assert CONTENDED_POOL_SIZE >= CONTENDED_PICK
     return tuple(f"src/shared/hot{n:02d}.py" for n in range(CONTENDED_POOL_SIZE))
+
+
+def shared_tree() -> tuple[str, ...]:
+    """The tree every agent of ``directories`` claims in: ``tree/`` with packages of
+    modules of files, and its directories (ending in ``/``)."""
+    paths: list[str] = []
+    for package in range(TREE_PACKAGES):
+        paths.append(f"tree/pkg{package}/")
+        for module in range(TREE_MODULES):
+            paths.append(f"tree/pkg{package}/mod{module}/")
+            paths += [f"tree/pkg{package}/mod{module}/f{n}.py" for n in range(TREE_FILES)]
+    return tuple(paths)
 
 
 def create_workspace(agent_count: int) -> BenchWorkspace:
@@ -142,6 +159,7 @@ def create_workspace(agent_count: int) -> BenchWorkspace:
         lease_issues=issues("Lease", agent_count),
         files_issues=issues("Files", agent_count),
         contended_issues=issues("Contended", agent_count),
+        directories_issues=issues("Directories", agent_count),
         counter_issues=issues("Counted", 3),
         fleet_agents=[],
         live_session_ids=[],
@@ -315,4 +333,30 @@ def load_active_claims(bench: BenchWorkspace, volumes: Volumes) -> None:
         batch_size=2_000,
     )
     bench.active_session_ids = [session.pk for session in sessions]
+    bench.active_issue_ids = [issue.pk for issue in issues]
     analyze(FileClaim, AgentSession)
+
+
+def load_active_directories(bench: BenchWorkspace, volumes: Volumes) -> None:
+    """``active_directories`` unreleased directory claims beside the shared tree, in a
+    top directory of their own (``tree/held/dNNNN/``), held by the sessions (and on the
+    issues) of ``load_active_claims``. A claim in the shared tree range-scans next to
+    them, and looks ``tree/`` up among them by equality."""
+    holders = list(zip(bench.active_session_ids, bench.active_issue_ids, strict=True))
+    agents = dict(
+        AgentSession.objects.filter(pk__in=bench.active_session_ids).values_list("pk", "agent_id")
+    )
+    FileClaim.objects.bulk_create(
+        (
+            FileClaim(
+                workspace=bench.workspace,
+                issue_id=holders[n % len(holders)][1],
+                session_id=holders[n % len(holders)][0],
+                agent_id=agents[holders[n % len(holders)][0]],
+                path=f"tree/held/d{n:04d}/",
+            )
+            for n in range(volumes.active_directories)
+        ),
+        batch_size=2_000,
+    )
+    analyze(FileClaim)

@@ -18,6 +18,8 @@ STATEMENT_KINDS = {
     ("files", "release"): "files release",
     ("contended", "claim"): "files claim",
     ("contended", "release"): "files release",
+    ("directories", "claim"): "directory claim",
+    ("directories", "release"): "directory release",
     ("live", "list"): "live list",
     ("ready", "list"): "ready list",
 }
@@ -175,8 +177,8 @@ def render(report: BenchReport) -> str:
         files = report.scenario("files")
         out += [
             "",
-            f"Growth (files, {files.api.agents if files else '?'} agents;"
-            " ratio to the empty files run):",
+            f"Growth ({files.api.agents if files else '?'} agents; ratio to the scenario's"
+            " empty run, files unless named):",
         ]
         for growth in report.growth:
             api = growth.api

@@ -110,6 +110,23 @@ class Counter:
             }
         )
 
+    def directories(self) -> dict[str, int]:
+        """A directory claim, a file under it refused to a rival, the release."""
+        mine = {"issue": self.files_issue, "session": self.session}
+        tree = {**mine, "paths": ["src/counter-tree/"]}
+        rival = {
+            "issue": self.rival_issue,
+            "session": self.session,
+            "paths": ["src/counter-tree/deep/module0.py"],
+        }
+        return self.fewest(
+            {
+                "directory claim": (partial(self.post, "/file-claims/", tree), 201),
+                "directory conflict": (partial(self.post, "/file-claims/", rival), 409),
+                "directory release": (partial(self.post, "/file-claims/release/", mine), 200),
+            }
+        )
+
     def live(self) -> dict[str, int]:
         return self.fewest({"live list": (partial(self.get, "/sessions/?live=true"), 200)})
 
@@ -136,7 +153,8 @@ def count_statements(
     bench: BenchWorkspace, groups: list[str], *, throttle_rate: str
 ) -> tuple[dict[str, int], list[str]]:
     """Statements per request for each kind of the ``groups`` (``heartbeat``,
-    ``lease``, ``files``, ``live``, ``ready``), and any unexpected answers, with the
+    ``lease``, ``files``, ``directories``, ``live``, ``ready``), and any unexpected
+    answers, with the
     rate limits the bench's server runs with (``throttle_rate`` for both scopes)."""
     counter = Counter(bench)
     counts: dict[str, int] = {}
@@ -167,11 +185,12 @@ def statements_per_op(
         return sum_of(counts, "lease claim", "lease release")
     if scenario in ("files", "files-1"):
         return sum_of(counts, "files claim", "files release")
-    if scenario == "contended":
+    if scenario in ("contended", "directories"):
         won = outcomes.get("claim", {}).get("201", 0)
         lost = outcomes.get("claim", {}).get("conflict", 0)
-        pair = sum_of(counts, "files claim", "files release")
-        refused = counts.get("files conflict")
+        kind = "files" if scenario == "contended" else "directory"
+        pair = sum_of(counts, f"{kind} claim", f"{kind} release")
+        refused = counts.get(f"{kind} conflict")
         if pair is None or refused is None or not won + lost:
             return None
         return (won * pair + lost * refused) / (won + lost)

@@ -5,11 +5,12 @@
    ``files`` over HTTP (their "on" figures come from step 3, on the same data).
 3. gunicorn with the throttle on but never refusing; for each scenario the API run,
    then its direct run: ``heartbeat``, ``lease``, ``files`` (and ``files-1``),
-   ``contended``, ``live`` (after its sessions are loaded), ``ready`` (after its
-   issues are); then ``events`` (writers doing the files op while as many waiters
-   long-poll the event log; no direct run: a ceiling of HTTP long polls has no
-   meaning without HTTP); then ``growth``: ``files`` after the history is loaded,
-   and again with the active claims beside it.
+   ``contended``, ``directories``, ``live`` (after its sessions are loaded),
+   ``ready`` (after its issues are); then ``events`` (writers doing the files op
+   while as many waiters long-poll the event log; no direct run: a ceiling of HTTP
+   long polls has no meaning without HTTP); then ``growth``: ``files`` after the
+   history is loaded, again with the active file claims beside it, and ``files``
+   and ``directories`` once the active directory claims are loaded too.
 4. The workspace is deleted, whatever happened.
 """
 
@@ -114,7 +115,10 @@ class Bench:
         self.bench = load.create_workspace(options.agents)
         try:
             self.direct_target = self.make_direct_target()
-            self.count_statements(["heartbeat", "lease", "files"])
+            self.count_statements(
+                ["heartbeat", "lease", "files"]
+                + (["directories"] if self.wants("directories") or self.wants("growth") else [])
+            )
             if self.wants("throttle-off"):
                 self.throttle_off_runs()
             if any(self.wants(name) for name in (*SCENARIOS, "files-1", "events", "growth")):
@@ -231,6 +235,37 @@ class Bench:
         self.report.growth.append(
             GrowthReport("active", active, figures, ratio(figures.ops_per_second, empty_rate))
         )
+        directories = (
+            f"+ {volumes.active_directories:,} live directory claims beside the"
+            f" {volumes.active_claims:,} file claims"
+        )
+        self.step(
+            f"Loading {directories[2:]}", lambda: load.load_active_directories(bench, volumes)
+        )
+
+        def alive() -> None:
+            load.heartbeat(bench.active_session_ids)
+
+        figures = self.run_api("files (active dirs)", "files", before=alive)
+        self.report.growth.append(
+            GrowthReport(
+                "active directories",
+                directories,
+                figures,
+                ratio(figures.ops_per_second, empty_rate),
+            )
+        )
+        tree = self.report.scenario("directories")
+        figures = self.run_api("directories (active)", "directories", before=alive)
+        self.report.growth.append(
+            GrowthReport(
+                "directories, active",
+                f"directories beside {volumes.active_claims:,} live file and"
+                f" {volumes.active_directories:,} directory claims",
+                figures,
+                ratio(figures.ops_per_second, tree.api.ops_per_second if tree else None),
+            )
+        )
 
     # --- one run -------------------------------------------------------------------------
 
@@ -239,6 +274,7 @@ class Bench:
         issues = {
             "files": bench.files_issues,
             "contended": bench.contended_issues,
+            "directories": bench.directories_issues,
         }.get(scenario, bench.lease_issues)
         return [
             AgentPlan(
@@ -253,6 +289,8 @@ class Bench:
                     if scenario == "files"
                     else load.contended_pool()
                     if scenario == "contended"
+                    else load.shared_tree()
+                    if scenario == "directories"
                     else ()
                 ),
                 seconds=self.options.seconds,
@@ -305,8 +343,8 @@ class Bench:
         for kind in ceiling.requests:
             counted = self.report.statements.get(STATEMENT_KINDS.get((scenario, kind), ""))
             sent = ceiling.statements_per_request(kind)
-            if scenario == "contended" or counted is None or sent is None:
-                continue  # contended mixes refusals and claims: compared under files
+            if scenario in ("contended", "directories") or counted is None or sent is None:
+                continue  # they mix refusals and claims: compared under files
             expected = counted - throttle
             drift = (
                 f"statement count: {scenario} {kind}: the API ran {expected} statements"
@@ -369,7 +407,7 @@ class Bench:
     def make_direct_target(self) -> direct.DirectTarget:
         bench = self.require_bench()
         paths = {path for i in range(self.options.agents) for path in load.own_paths(i)}
-        return direct_target(bench, paths | set(load.contended_pool()))
+        return direct_target(bench, paths | set(load.contended_pool()) | set(load.shared_tree()))
 
     def require_bench(self) -> load.BenchWorkspace:
         assert self.bench is not None

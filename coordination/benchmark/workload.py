@@ -11,6 +11,9 @@ One *op* per scenario:
 - ``files``: claim the agent's own paths for its own issue, then release them;
 - ``contended``: claim ``CONTENDED_PICK`` random paths of a shared pool; a refusal
   (409 ``file_conflict``) counts as ``conflict``; a claim that succeeds is released;
+- ``directories``: over one shared tree, claim a directory (a module's, sometimes a
+  whole package's) or ``DIRECTORY_FILES`` random files; they overlap whatever others
+  hold under or above them: a refusal counts as ``conflict``, a success is released;
 - ``live``: list the live sessions (first page and count);
 - ``ready``: list the ready queue (first page and count).
 
@@ -29,8 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-SCENARIOS = ("heartbeat", "lease", "files", "contended", "live", "ready")
+SCENARIOS = ("heartbeat", "lease", "files", "contended", "directories", "live", "ready")
 CONTENDED_PICK = 10  # paths per contended claim, out of the shared pool
+DIRECTORY_SHARE = 0.5  # of directories claims: one directory; the others, files
+PACKAGE_SHARE = 0.1  # of those directories: a whole package rather than a module
+DIRECTORY_FILES = 3  # files per directories claim that names files
 
 # Request kinds per scenario, and the outcomes each may have without failing the run.
 EXPECTED: dict[str, dict[str, frozenset[str]]] = {
@@ -38,6 +44,7 @@ EXPECTED: dict[str, dict[str, frozenset[str]]] = {
     "lease": {"claim": frozenset({"201"}), "release": frozenset({"200"})},
     "files": {"claim": frozenset({"201"}), "release": frozenset({"200"})},
     "contended": {"claim": frozenset({"201", "conflict"}), "release": frozenset({"200"})},
+    "directories": {"claim": frozenset({"201", "conflict"}), "release": frozenset({"200"})},
     "live": {"list": frozenset({"200"})},
     "ready": {"list": frozenset({"200"})},
 }
@@ -56,7 +63,8 @@ class AgentPlan:
     agent_id: int
     workspace_id: int
     issue_id: int
-    # The agent's own paths (files), or the shared pool it picks from (contended).
+    # The agent's own paths (files), or the shared pool it picks from (contended; for
+    # directories, the shared tree's directories, ending in "/", and files).
     paths: tuple[str, ...]
     seconds: float
     seed: int
@@ -129,10 +137,12 @@ def one_op(
     elif scenario == "lease":
         if result.timed("claim", driver.claim_issue, driver) == "201":
             result.timed("release", driver.release_issue, driver)
-    elif scenario in ("files", "contended"):
+    elif scenario in ("files", "contended", "directories"):
         paths = list(plan.paths)
         if scenario == "contended":
             paths = sorted(rng.sample(paths, CONTENDED_PICK))
+        elif scenario == "directories":
+            paths = directory_request(paths, rng)
         if result.timed("claim", lambda: driver.claim_files(paths), driver) == "201":
             result.timed("release", driver.release_files, driver)
     elif scenario == "live":
@@ -141,6 +151,17 @@ def one_op(
         result.timed("list", driver.list_ready_issues, driver)
     else:
         raise ValueError(f"Unknown scenario {scenario!r}")
+
+
+def directory_request(tree: list[str], rng: random.Random) -> list[str]:
+    """One claim of ``directories``: a module's directory, now and then a package's
+    (a directory two levels up holds the modules' directories), or a few files."""
+    if rng.random() < DIRECTORY_SHARE:
+        depth = 2 if rng.random() < PACKAGE_SHARE else 3  # "tree/pkgN/" or "tree/pkgN/modM/"
+        return [
+            rng.choice([path for path in tree if path.endswith("/") and path.count("/") == depth])
+        ]
+    return sorted(rng.sample([path for path in tree if not path.endswith("/")], DIRECTORY_FILES))
 
 
 def run_agent(driver: Driver, plan: AgentPlan, barrier: Any, results: Any) -> None:

@@ -18,11 +18,14 @@ and both sides of a rename or copy) to ``POST /api/v1/file-claims/check/``, in b
 of 1000; the server normalises them like claims. Exit status 1 refuses the commit:
 
 - a path held by another issue's live claim (or by a claim with no session): refused,
-  naming each path, holder issue and agent;
+  naming each path, holder issue and agent. A claim of a directory (``src/api/``)
+  holds every file under it, so a staged ``src/api/v2/x.py`` is refused as well,
+  naming the directory claim that holds it;
 - the server answers 4xx (unknown key, unknown issue, wrong URL), or the configuration
   is malformed: refused with the server's detail, a mistake to fix;
 - a path the server rejects as invalid (a name no claim can hold, such as one with a
-  control character or a backslash): skipped with a warning;
+  control character or a backslash): skipped with a warning. ``*``, ``?`` and ``[``
+  are plain characters of a file name here, not globs;
 - the server cannot be reached, answers 5xx or 429, or the configuration is missing:
   a warning, and the commit goes through; in strict mode it is refused instead.
 
@@ -220,7 +223,7 @@ def check(
 
 
 def refusal(issue: int, conflicts: list[dict[str, Any]]) -> str:
-    count = len(conflicts)
+    count = len({str(c.get("path")) for c in conflicts})
     holders = "another issue" if len({c.get("issue") for c in conflicts}) == 1 else "other issues"
     lines = [
         f"{PROG}: commit refused: {count} staged path{'s' if count != 1 else ''} "
@@ -234,6 +237,9 @@ def refusal(issue: int, conflicts: list[dict[str, Any]]) -> str:
             holder = "no session (held until released or forced)"
         else:
             holder = f"agent {agent or '?'} (session {session})"
+        held = conflict.get("held_path")
+        if held and held != conflict.get("path"):
+            holder += f", by its claim of the directory {held}"
         lines.append(
             f"  {str(conflict.get('path')):<{width}}  issue {conflict.get('issue')}, {holder}"
         )

@@ -134,23 +134,38 @@ TOOLS: tuple[ToolSpec, ...] = (
         "POST",
         f"{API}/file-claims/",
         "Claim 1-100 file paths for an issue before editing them, all or nothing. A path "
-        "held by another issue's live claim refuses the whole call with file_conflict, "
-        "naming each holder; force=true overrides the holders (they are told).",
+        "ending in / claims the directory and everything under it (src/api/ holds "
+        "src/api/v2/x.py, not src/apiv2.py); globs (*, ?, [) are refused: claim the directory. "
+        "A path overlapping another issue's live claim (the same path, a directory claim above "
+        "it, or a claim under your directory) refuses the whole call with file_conflict, "
+        "naming each holder and its held_path; force=true overrides the holders (they are "
+        "told).",
+    ),
+    ToolSpec(
+        "check_files",
+        "POST",
+        f"{API}/file-claims/check/",
+        "Which of 1-1000 paths a claim by this issue would be refused on, with each holder "
+        "and its held_path (a file under another issue's directory claim counts). Read-only: "
+        "claims, logs and reclaims nothing. Ask before editing files you did not claim.",
     ),
     ToolSpec(
         "list_file_claims",
         "GET",
         f"{API}/file-claims/",
         "List file claims (paginated, newest first): active=true for the unreleased ones; "
-        "filter by issue, session, path (exact), path_prefix (whole segments) and "
-        "release_reason. Shows who holds a file; claim_files itself refuses a held one.",
+        "filter by issue, session, path (exact; src/api/ is the directory claim), path_prefix "
+        "(whole segments), covering (the claims that hold a path: itself and each directory "
+        "claim above it) and release_reason. Shows who holds a file; claim_files itself "
+        "refuses a held one.",
     ),
     ToolSpec(
         "release_files",
         "POST",
         f"{API}/file-claims/release/",
         "Release an issue's file claims: the given paths, or all of them; with session, "
-        "only that session's.",
+        "only that session's. A path releases the claim spelled so: src/api/ the directory "
+        "claim, never the claims under it.",
     ),
     ToolSpec(
         "get_code_heatmap",

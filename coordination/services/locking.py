@@ -5,8 +5,9 @@ already, so every row and advisory lock below is PostgreSQL's (READ COMMITTED), 
 each helper only reads there. On PostgreSQL the locks are taken in this global
 order, from coarse to fine:
 
-    project row → lease row → issue row → path advisory locks (ascending key)
-    → claim rows (ascending path) → worktree row → run row → worktree-lock row
+    project row → lease row → issue row → path advisory locks (ascending key;
+    exclusive on a claimed path, shared on each directory above it) → claim rows
+    (ascending path) → worktree row → run row → worktree-lock row
 
 Per operation (→ = "then, holding what came before"):
 
@@ -18,9 +19,11 @@ lease claim                   project ``FOR NO KEY UPDATE`` (admission, invarian
                               → a dead holder's lease row (its reclaim UPDATE)
                               → issue row, if it has no assignee (the assignee UPDATE)
 file claim                    [with a fence: lease row ``FOR SHARE`` → issue
-(``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory lock per path, by key
+(``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory locks, by key:
+                              each path exclusive, each directory above one shared
                               → claiming and holding issues ``FOR SHARE``, by id
-                              → holders' claim rows ``FOR UPDATE``, by path
+                              → overlapping holders' claim rows ``FOR UPDATE``, by
+                              path
 release of claims             claim rows ``FOR UPDATE``, by path (one statement)
 transition / close            issue ``FOR NO KEY UPDATE`` → its lease row → its claim
 (``workflow.transition_issue``) rows, by path
@@ -40,10 +43,12 @@ heartbeat                     the session row only
 
 Why no cycle can form:
 
-- Claimers of overlapping path sets take advisory locks in ascending key order, so
-  the first to take the lowest shared key goes first, and the other waits holding
-  no issue or claim lock. Claim rows are always locked in path order, by claimers
-  and releasers alike.
+- Claimers take their advisory locks in ascending key order, in one statement, and
+  no other advisory lock of that namespace afterwards: whoever waits for a key holds
+  only smaller ones, so no cycle closes among them (mixed modes change nothing: a
+  wait is for a key held in a conflicting mode), and the waiter holds no issue or
+  claim lock yet. Claim rows are always locked in path order, by claimers and
+  releasers alike.
 - Issue locks a claim takes are shares: claimers never wait on each other there. A
   close waits for the shares, and the shares are taken before any claim row, so a
   claimer waiting on a claim row the close holds has nothing the close waits for.
@@ -72,6 +77,7 @@ import hashlib
 from django.db import OperationalError, connection, transaction
 
 from coordination.errors import NotFound
+from coordination.paths import lock_nodes as paths_lock_nodes
 from coordination.services import sql
 from coordination.services.rows import dialect, fetchall, fetchone
 
@@ -117,18 +123,35 @@ def share_lock_issue(issue_id: int) -> str:
     return str(row[0])
 
 
-def lock_paths_and_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> str:
-    """Invariant 5 under READ COMMITTED: serialise claimers per path, deadlock-free,
-    then share-lock the claiming and the holding issues. Returns the claiming issue's
-    status, read under the lock; 404 if it was deleted since."""
+def take_path_locks(*, workspace_id: int, paths: list[str]) -> None:
+    """Invariants 5 and 11 under READ COMMITTED (PostgreSQL): the multi-granularity
+    advisory locks of a claim of ``paths``, exclusive on each path and shared on every
+    directory above one, in ascending key order, in one statement. Why they suffice
+    and cannot deadlock: ``coordination.services.file_claims.claim``. (The races
+    replace this function with one that takes nothing, to show what it prevents.)"""
+    nodes = paths_lock_nodes(paths)
+    keys, exclusive = sql.ordered_locks(
+        (path_lock_key(workspace_id, node), mode) for node, mode in nodes.items()
+    )
+    namespace = ADVISORY_LOCK_KEYS["file_claim_path"]
+    fetchall(sql.path_locks(namespace=namespace, keys=keys, exclusive=exclusive))
+
+
+def lock_paths_and_issues(
+    *, workspace_id: int, issue_id: int, paths: list[str], overlap: sql.Overlap
+) -> str:
+    """Serialise overlapping claimers, deadlock-free (``take_path_locks``), then
+    share-lock the claiming issue and every issue holding an overlapping claim.
+    Returns the claiming issue's status, read under the lock; 404 if it was deleted
+    since."""
     if not dialect().postgres:
         rows = fetchall(sql.claim_issue_status(issue_id=issue_id))
     else:
-        keys = sorted({path_lock_key(workspace_id, path) for path in paths})
-        namespace = ADVISORY_LOCK_KEYS["file_claim_path"]
-        fetchall(sql.advisory_locks(namespace=namespace, keys=keys))
+        take_path_locks(workspace_id=workspace_id, paths=paths)
         rows = fetchall(
-            sql.share_claim_issues(workspace_id=workspace_id, issue_id=issue_id, paths=paths)
+            sql.share_claim_issues(
+                dialect(), workspace_id=workspace_id, issue_id=issue_id, overlap=overlap
+            )
         )
     status = dict(rows).get(issue_id)
     if status is None:

@@ -19,7 +19,7 @@ lease (``released``), and ends the session (anything else it holds:
 from dataclasses import dataclass
 
 from coordination import selectors
-from coordination.errors import FileConflict, LeaseNotHeld, WipLimitReached
+from coordination.errors import LeaseNotHeld, WipLimitReached
 from coordination.models import (
     Agent,
     AgentSession,
@@ -112,22 +112,15 @@ def start_work(
                 limit=refused.extra["limit"],
             )
         raise
-    except FileConflict as refused:
-        contested = sorted({conflict["path"] for conflict in refused.extra["conflicts"]})
-        holders = (
-            FileClaim.objects.filter(
-                workspace=workspace, path__in=contested, released_at__isnull=True
-            )
-            .exclude(issue=issue)
-            .order_by("path")
-        )
+    except file_claims.ClaimRefused as refused:
+        # The same rows the rolled-back attempt logged: one per (path, holder).
         with events.change():
             file_claims.log_conflicts(
                 workspace=workspace,
                 issue=issue,
                 session=None,
                 agent=agent,
-                holders=list(holders),
+                pairs=refused.pairs,
                 forced=False,
             )
             file_claims.announce_refusal(
@@ -136,7 +129,7 @@ def start_work(
                 session=None,
                 agent=agent,
                 paths=checked_paths(paths or [], limit=MAX_PATHS),
-                conflicts=refused.extra["conflicts"],
+                conflicts=file_claims.holders(refused.pairs),
             )
         raise
     return Started(session=session, lease=lease, claims=claimed, message=message)

@@ -16,8 +16,11 @@ from coordination.paths import MAX_PATH_BYTES, normalise_path, normalise_paths
         ("src//a.py", "src/a.py"),
         ("./src//./a.py", "src/a.py"),
         ("././src/./././a.py", "src/a.py"),
-        ("src/", "src"),
-        ("src///", "src"),
+        ("src/", "src/"),
+        ("src///", "src/"),
+        ("src/.", "src/"),
+        ("./src/./", "src/"),
+        ("a//b/./", "a/b/"),
         ("a", "a"),
         ("...", "..."),
         ("..a/b..", "..a/b.."),
@@ -48,6 +51,7 @@ def test_spellings_normalise_to_one_path(raw, expected):
         ("", "names no file"),
         (".", "names no file"),
         ("./", "names no file"),
+        ("/", "absolute"),
         ("././/.", "names no file"),
         ("a" * (MAX_PATH_BYTES + 1), "longer than"),
         ("é" * (MAX_PATH_BYTES // 2 + 1), "longer than"),
@@ -70,16 +74,49 @@ def test_the_byte_limit_counts_utf8_bytes_of_the_normalised_path():
     assert normalise_path(two_byte) == two_byte
 
 
-def test_a_trailing_slash_is_dropped_but_a_directory_holds_nothing_beneath_it():
-    assert normalise_path("src/") == normalise_path("src") == "src"
+def test_a_trailing_slash_makes_a_directory_a_claim_of_its_own():
+    assert normalise_path("src/") == normalise_path("src//") == normalise_path("src/.") == "src/"
+    assert normalise_path("src") == "src"
+    assert normalise_path("src") != normalise_path("src/")
     assert normalise_path("src/a.py") != normalise_path("src/")
 
 
+def test_the_byte_limit_counts_a_directorys_slash():
+    assert normalise_path("a" * (MAX_PATH_BYTES - 1) + "/") == "a" * (MAX_PATH_BYTES - 1) + "/"
+    with pytest.raises(InvalidInput, match="longer than"):
+        normalise_path("a" * MAX_PATH_BYTES + "/")
+
+
+@pytest.mark.parametrize(
+    ("raw", "instead"),
+    [
+        ("src/*.py", "claim the directory instead: 'src/'"),
+        ("src/api/**", "claim the directory instead: 'src/api/'"),
+        ("./src//a?.py", "claim the directory instead: 'src/'"),
+        ("src/[ab]/x.py", "claim the directory instead: 'src/'"),
+        ("*.md", "claim the directory that holds the files"),
+        ("**/*.md", "claim the directory that holds the files"),
+    ],
+)
+def test_a_glob_is_refused_naming_the_directory_to_claim(raw, instead):
+    with pytest.raises(InvalidInput) as caught:
+        normalise_path(raw)
+    assert caught.value.code == "invalid" and caught.value.extra["path"] == raw
+    assert "globs are not claims" in caught.value.detail
+    assert instead in caught.value.detail
+
+
+def test_a_literal_name_keeps_glob_characters():
+    """A staged file may be called ``a[1].py``: checking it is no glob."""
+    assert normalise_path("./src/a[1]*?.py", literal=True) == "src/a[1]*?.py"
+
+
 def test_duplicates_in_any_spelling_count_once_and_come_back_sorted():
-    assert normalise_paths(["b.py", "./a.py", "a.py", "b.py/", "a//a.py"]) == [
+    assert normalise_paths(["b.py", "./a.py", "a.py", "b.py/", "a//a.py", "./b.py//"]) == [
         "a.py",
         "a/a.py",
         "b.py",
+        "b.py/",
     ]
 
 
@@ -98,13 +135,13 @@ segment = st.text(
 ).filter(lambda s: s not in (".", ".."))
 
 
-@given(any_path)
-def test_normalising_is_idempotent(raw):
+@given(any_path, st.booleans())
+def test_normalising_is_idempotent(raw, literal):
     try:
-        path = normalise_path(raw)
+        path = normalise_path(raw, literal=literal)
     except InvalidInput:
         return
-    assert normalise_path(path) == path
+    assert normalise_path(path, literal=literal) == path
 
 
 @given(any_path)
@@ -113,10 +150,11 @@ def test_a_normalised_path_is_never_absolute_nor_climbs(raw):
         path = normalise_path(raw)
     except InvalidInput:
         return
-    segments = path.split("/")
+    segments = path.removesuffix("/").split("/")
     assert not path.startswith("/")
     assert ".." not in segments
     assert "" not in segments and "." not in segments
+    assert not any(char in path for char in "*?[")
     assert "\\" not in path
     assert 0 < len(path.encode("utf-8")) <= MAX_PATH_BYTES
 
@@ -128,10 +166,11 @@ def test_a_normalised_path_is_never_absolute_nor_climbs(raw):
     trailing=st.sampled_from(["", "/", "/.", "//", "/./"]),
 )
 def test_two_spellings_of_one_path_normalise_alike(segments, leading_dots, separators, trailing):
-    canonical = "/".join(segments)
+    canonical = "/".join(segments) + ("/" if trailing else "")
     assume(len(canonical.encode("utf-8")) <= MAX_PATH_BYTES)
     spelled = "./" * leading_dots + segments[0]
     for separator, name in zip(separators, segments[1:], strict=False):
         spelled += separator + name
     spelled += trailing
-    assert normalise_path(spelled) == normalise_path(canonical) == canonical
+    assert normalise_path(spelled, literal=True) == canonical
+    assert normalise_path(canonical, literal=True) == canonical

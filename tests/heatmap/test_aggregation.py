@@ -200,3 +200,28 @@ def test_a_node_s_files_are_the_distinct_paths_under_it(workspace, tree):
 def test_path_head_cuts_whole_segments():
     assert path_head("a/b/c.py", 2) == "a/b"
     assert path_head("a", 3) == "a"
+
+
+def test_a_directory_claim_counts_once_at_its_directory(workspace, make_issue, add_claim):
+    """Invariant 11: ``src/api/`` is one claim of the directory ``src/api``, not of a
+    node of its own; at any depth it counts once, and marks its node a directory."""
+    issue = make_issue()
+    for path in ("src/api/", "src/api/views.py", "src/", "lib/"):
+        add_claim(issue, path, T0 + timedelta(hours=1))
+
+    two = code_heatmap(workspace, mode="claims", **WINDOW)
+    assert two.total == 4
+    assert counts(two) == [("src", 3, 1), ("src/api", 2, 2), ("lib", 1, 1)]
+    assert {node.path: node.is_dir for node in two.nodes} == {
+        "src": True,
+        "src/api": True,
+        "lib": True,
+    }
+    deep = code_heatmap(workspace, mode="claims", depth=3, **WINDOW)
+    assert ("src/api/views.py", 1, 3) in counts(deep)
+    assert not any(node.path.endswith("/") for node in deep.nodes)
+    prefix = selectors.normalise_prefix("./src//api/")
+    inside = code_heatmap(workspace, mode="claims", prefix=prefix, **WINDOW)
+    assert inside.prefix == "src/api" and inside.total == 2
+    assert counts(inside) == [("src/api/views.py", 1, 1)]
+    assert path_head("src/api/", 2) == "src/api" == path_head("src/api/", 5)

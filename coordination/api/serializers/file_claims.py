@@ -50,7 +50,10 @@ def path_list(**kwargs: Any) -> serializers.ListField:
 )
 class FileClaimInput(serializers.Serializer):
     issue = IdField()
-    paths = path_list(help_text="Relative paths, literal after normalisation (invariant 6).")
+    paths = path_list(
+        help_text="Relative paths, literal after normalisation (invariant 6); one ending in "
+        "`/` claims the directory and everything under it (invariant 11). No globs."
+    )
     session = IdField(
         required=False,
         allow_null=True,
@@ -73,7 +76,11 @@ class FileClaimInput(serializers.Serializer):
 )
 class FileReleaseInput(serializers.Serializer):
     issue = IdField()
-    paths = path_list(required=False, help_text="Without paths: all of the issue's claims.")
+    paths = path_list(
+        required=False,
+        help_text="Without paths: all of the issue's claims. Each releases the claim spelled "
+        "so: `src/api/` the directory claim, not the claims under it.",
+    )
     session = IdField(required=False, allow_null=True, help_text="Only this session's claims.")
 
 
@@ -97,7 +104,11 @@ class FileClaimSerializer(FieldsBoundOnce, serializers.ModelSerializer):
 
 
 class HolderSerializer(FieldsBoundOnce, serializers.Serializer):
-    path = serializers.CharField()
+    path = serializers.CharField(help_text="The requested path.")
+    held_path = serializers.CharField(
+        help_text="The holder's claim that overlaps it: the path itself, a directory claim "
+        "above it, or (for a requested directory) a claim under it."
+    )
     issue = serializers.IntegerField()
     session = serializers.IntegerField(allow_null=True)
     agent = serializers.CharField(allow_null=True)
@@ -131,11 +142,17 @@ class FileCheckInput(serializers.Serializer):
         child=PathField(),
         min_length=1,
         max_length=file_claims.MAX_CHECK_PATHS,
-        help_text="The paths to check, such as a commit's staged paths.",
+        help_text="The paths to check, such as a commit's staged paths (names of the tree: "
+        "`*`, `?` and `[` are characters here).",
     )
 
 
-@extend_schema_serializer(examples=[x.shown("one held elsewhere", {"conflicts": [x.HOLDER]})])
+@extend_schema_serializer(
+    examples=[
+        x.shown("one held elsewhere", {"conflicts": [x.HOLDER]}),
+        x.shown("under another issue's directory claim", {"conflicts": [x.DIRECTORY_HOLDER]}),
+    ]
+)
 class FileCheckSerializer(serializers.Serializer):
     conflicts = HolderSerializer(many=True)
 

@@ -21,7 +21,8 @@ class DirectTarget:
     key_hash: str  # coordination.models.hash_api_key(raw key)
     advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
     event_namespace: int  # locking.ADVISORY_LOCK_KEYS["event_log"]
-    # locking.path_lock_key(workspace, path) for every path an agent may claim.
+    # locking.path_lock_key(workspace, node) for every node a claim of the paths an
+    # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)
     client_side_binding: bool = True  # Django's default cursor (ClientCursor)
     prepare_threshold: int | None = None  # Django's default: no prepared statements

@@ -4,7 +4,10 @@ from typing import Any
 
 from coordination.benchmark.direct.connection import DirectConnection, DirectTarget, Refused
 from coordination.benchmark.workload import AgentPlan, run_agent
+from coordination.paths import lock_nodes, meeting_point, overlapping_pairs
 from coordination.services import sql
+
+MAX_CONFLICTS_SHOWN = 100  # file_claims.claim.MAX_CONFLICTS_SHOWN (Django's side)
 
 PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
 CLOSED_STATUSES = ("done", "cancelled")
@@ -233,26 +236,32 @@ class DirectDriver(DirectConnection):
             raise Refused("400")
         if not row[-1]:
             raise Refused("409 session_not_live")
-        status = self.lock_paths_and_issues(paths)
+        status = self.lock_paths_and_issues(paths, sql.overlap_of(paths))
         if status in CLOSED_STATUSES:
             raise Refused("409 invalid_transition")
-        holders = self.send(  # file_claims.locked_holders
-            sql.locked_holders(self.dialect, workspace_id=self.workspace_id, paths=paths)
+        overlap = sql.overlap_of(paths)
+        holders = self.send(  # file_claims.overlapping_claims(lock=True)
+            sql.overlapping_holders(self.dialect, workspace_id=self.workspace_id, overlap=overlap)
         ).fetchall()
         # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.
-        contested = [row for row in holders if row[2] != issue_id and (row[3] is None or row[-1])]
-        kept = {row[5] for row in holders if row[2] == issue_id}
+        holding = [row for row in holders if row[3] is None or row[-1]]
+        contested = [row for row in holding if row[2] != issue_id]
+        kept = {row[5] for row in holding if row[2] == issue_id and row[5] in paths}
         if contested:
-            self.log_conflicts(contested)
+            by_path = {row[5]: row for row in contested}
+            pairs = [(path, by_path[held]) for path, held in overlapping_pairs(paths, by_path)]
+            self.log_conflicts(pairs)
+            conflicts = [
+                {"path": path, "held_path": row[5], "issue": row[2], "session": row[3]}
+                for path, row in pairs
+            ]
             self.write_event(  # file_claims.announce_refusal
                 "claims.refused",
                 project_id=self.project_id,
                 data={
                     "paths": paths,
-                    "conflicts": [
-                        {"path": row[5], "issue": row[2], "session": row[3], "agent": None}
-                        for row in contested
-                    ],
+                    "conflicts": conflicts[:MAX_CONFLICTS_SHOWN],
+                    "conflicts_total": len(conflicts),
                 },
             )
             return "conflict"  # committed: the conflict log stays, nothing else changed
@@ -277,29 +286,34 @@ class DirectDriver(DirectConnection):
             )
         return "201"
 
-    def lock_paths_and_issues(self, paths: list[str]) -> str:
-        """file_claims.lock_paths_and_issues: (PostgreSQL) the advisory locks per path
-        in key order, then the claiming and holding issues ``FOR SHARE``; the claiming
-        issue's status, read under that lock."""
+    def lock_paths_and_issues(self, paths: list[str], overlap: sql.Overlap) -> str:
+        """locking.lock_paths_and_issues: (PostgreSQL) the advisory locks in key order,
+        exclusive per path and shared per directory above one, then the claiming and
+        holding issues ``FOR SHARE``; the claiming issue's status, read under that
+        lock."""
         issue_id = self.plan.issue_id
         if not self.postgres:
             rows = self.send(sql.claim_issue_status(issue_id=issue_id)).fetchall()
             return str(dict(rows)[issue_id])
-        keys = sorted({self.target.lock_keys[path] for path in paths})
+        keys, exclusive = sql.ordered_locks(
+            (self.target.lock_keys[node], mode) for node, mode in lock_nodes(paths).items()
+        )
         self.send(
-            sql.advisory_locks(namespace=self.target.advisory_namespace, keys=keys)
+            sql.path_locks(namespace=self.target.advisory_namespace, keys=keys, exclusive=exclusive)
         ).fetchall()
         rows = self.send(
-            sql.share_claim_issues(workspace_id=self.workspace_id, issue_id=issue_id, paths=paths)
+            sql.share_claim_issues(
+                self.dialect, workspace_id=self.workspace_id, issue_id=issue_id, overlap=overlap
+            )
         ).fetchall()
         return str(dict(rows)[issue_id])
 
-    def log_conflicts(self, contested: list[Any]) -> None:
-        """file_claims.log_conflicts: one append-only row per contested path, in one
-        INSERT."""
+    def log_conflicts(self, pairs: list[tuple[str, Any]]) -> None:
+        """file_claims.log_conflicts: one append-only row per (requested path,
+        overlapping holder), at the deeper path, in one INSERT."""
         rows = [
             sql.ConflictRow(
-                path=row[5],
+                path=meeting_point(path, row[5]),
                 rejected_issue_id=self.plan.issue_id,
                 rejected_session_id=self.session_id,
                 rejected_agent_id=self.plan.agent_id,
@@ -307,7 +321,7 @@ class DirectDriver(DirectConnection):
                 holding_session_id=row[3],
                 holding_agent_id=row[4],
             )
-            for row in contested
+            for path, row in pairs
         ]
         self.send(
             sql.insert_conflicts(

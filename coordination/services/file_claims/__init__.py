@@ -1,17 +1,27 @@
-"""File claims: path-level reservations against an issue (invariants 4-8).
+"""File claims: path-level reservations against an issue (invariants 4-8, 11).
 
 Issue leases stop two agents from taking one ticket; file claims stop two agents on
-different tickets from editing one file. The tiers are independent: a claim names an
+different tickets from editing one file; a directory claim (``src/api/``) holds the
+whole subtree. The tiers are independent: a claim names an
 issue, but its claimer need not hold that issue's lease. ``claim`` takes them,
-``release`` gives them back; ``selectors.check_files`` says what a claim would refuse.
+``release`` gives them back; ``check`` says what a claim would refuse.
 """
 
 from coordination.paths import MAX_CHECK_PATHS, MAX_PATHS
+from coordination.services.file_claims.check import (
+    HeldClaim,
+    Holder,
+    check_files,
+    holders_of,
+    overlapping_claims,
+)
 from coordination.services.file_claims.claim import (
     ClaimedFiles,
+    ClaimRefused,
     announce_refusal,
     claim_files,
     file_conflict,
+    holders,
     log_conflicts,
 )
 from coordination.services.file_claims.release import (
@@ -24,11 +34,18 @@ from coordination.services.file_claims.release import (
 __all__ = [
     "MAX_CHECK_PATHS",
     "MAX_PATHS",
+    "ClaimRefused",
+    "HeldClaim",
+    "Holder",
     "ClaimedFiles",
     "announce_refusal",
+    "check_files",
     "claim_files",
     "file_conflict",
+    "holders",
+    "holders_of",
     "log_conflicts",
+    "overlapping_claims",
     "release_claims",
     "release_files",
     "release_issue_claims",

@@ -1,14 +1,60 @@
-"""Claiming files: all-or-nothing under concurrency (invariants 4, 5, 6, 8).
+"""Claiming files: all-or-nothing, overlap-free under concurrency (invariants 4, 5, 6,
+8, 11).
 
-The guard is the partial unique index ``one_unreleased_claim_per_path``: a path can
-never have two unreleased rows. Around it, ``claim_files`` runs one transaction per
-attempt that locks the paths and their issues, then the holders' rows
-(``coordination.services.locking`` gives the order and why it cannot deadlock), and
-decides: refuse (write the conflict log, commit, then raise), or reclaim dead
-holders, override (``force``) and insert the rest with ``ON CONFLICT DO NOTHING``.
-An insert that returns no row means someone the locks do not cover got there first:
-the whole attempt is rolled back and retried, a bounded number of times, and then
-reported as a conflict — never a partial claim, never an ``IntegrityError``.
+A claim is a file (``src/a.py``) or a directory (``src/api/``, everything under it);
+two claims overlap when they are equal or one is a directory the other lies under
+(``coordination.paths``). ``claim_files`` runs one transaction per attempt that locks
+the paths and their issues, then the overlapping holders' rows
+(``coordination.services.locking`` gives the order), and decides: refuse (write the
+conflict log, commit, then raise), or reclaim dead holders, override (``force``) and
+insert the rest with ``ON CONFLICT DO NOTHING``. An insert that returns no row means
+someone the locks do not cover got there first: the whole attempt is rolled back and
+retried, a bounded number of times, and then reported as a conflict — never a
+partial claim, never an ``IntegrityError``.
+
+**Why two overlapping claims of different issues can never both be held.** The
+partial unique index ``one_unreleased_claim_per_path`` sees equal paths only; a
+subtree needs more.
+
+- SQLite: every transaction begins ``BEGIN IMMEDIATE`` (``projektor.settings``), so a
+  claim is the only writer from its first statement to its commit: nothing commits
+  between its look for overlapping holders and its insert.
+- PostgreSQL (READ COMMITTED): multi-granularity locking (Gray et al., 1975) with
+  transaction-scoped advisory locks, one key per node of the tree (a file, or a
+  directory spelled ``d/``). A claim of ``P`` takes ``P`` exclusively and every
+  directory above ``P`` in intention (shared) mode, before it looks for holders, and
+  keeps them until it commits. Let transactions A and B of different issues claim
+  overlapping ``P`` and ``Q``: then ``P = Q`` (both want that key exclusively) or one,
+  say ``P``, is a directory above ``Q`` (A wants ``P`` exclusively, B wants it shared).
+  Either way their locks conflict, so one of them, A, takes that key first and B gets
+  it only after A has committed or rolled back. B's look for holders is a later
+  statement, and READ COMMITTED gives each statement a fresh snapshot: it sees A's
+  committed claim (``P`` is among ``Q``'s ancestors, found by equality; or ``Q`` is a
+  directory and ``P`` lies in its range ``'Q' < P < 'Q' with '/' → '0'``; or they are
+  equal), and B refuses, or releases A's claim (a dead holder, or ``force``) before
+  it inserts. A claim committed long before is seen the same way. Releases and
+  reclaims only end claims, so they cannot make an overlap; each dead holder found
+  is released in the same transaction, so a session that revives later holds
+  nothing that overlaps. A hash collision between two keys only makes two claimers
+  wait for each other.
+- Disjoint claims never wait on each other: their exclusive keys differ, and the
+  only keys they share are directories above both, taken shared by both (``src/``
+  for ``src/api/`` and ``src/web/x.py``).
+
+**Why no deadlock.** Each attempt takes all its advisory locks in one statement, in
+ascending key order, a key wanted both ways taken exclusively only, and takes no
+other lock of that namespace afterwards: a transaction waiting for a key holds only
+smaller keys, and one holding a key waits only for larger ones or for the locks
+after them, so no cycle closes among the keys (the modes do not matter: a wait is
+for a key held in a conflicting mode). After them come the issue shares and the
+holders' claim rows, in path order, as in ``locking``; a claimer waiting for path
+locks holds no issue or row lock yet.
+
+**Flat cost.** The holders are found by index scans on that partial unique index,
+whose ``path`` column compares in byte order on both databases (migration 0010):
+equality for the paths and their ancestors, one range scan per requested directory.
+An attempt sends the same statements however many paths it asks for and however
+many claims are held elsewhere (``tests/coordination/api/query_counts.py``).
 """
 
 from collections.abc import Sequence
@@ -31,14 +77,20 @@ from coordination.models import (
     ReleaseReason,
     Workspace,
 )
-from coordination.paths import MAX_PATHS, checked_paths
-from coordination.selectors import Holder
+from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
 from coordination.services import events, leases, locking, messages, sql
-from coordination.services.common import release_if_holder_dead
+from coordination.services.file_claims.check import Holder, overlapping_claims
 from coordination.services.file_claims.release import release_claims
 from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
 MAX_ATTEMPTS = 4
+# A 409 (and its claims.refused event) lists this many conflicts, then counts the rest
+# in ``conflicts_total``; the conflict log keeps every one.
+MAX_CONFLICTS_SHOWN = 100
+CONFLICT_ROWS_PER_INSERT = 1000  # 9 parameters each: far below every backend's limit
+
+# (requested path, the claim of another issue that overlaps it)
+Pair = tuple[str, FileClaim]
 
 
 @dataclass(frozen=True)
@@ -49,21 +101,21 @@ class ClaimedFiles:
 
 
 @dataclass(frozen=True)
-class LockedHolder:
-    """An unreleased claim on a requested path, row-locked, and whether its holder
-    session is live."""
-
-    claim: FileClaim
-    live: bool
-
-
-@dataclass(frozen=True)
 class _Refused:
-    conflicts: list[Holder]
+    pairs: list[Pair]
 
 
 class _Raced(Exception):
     """Another transaction changed a requested path under this attempt; roll it back."""
+
+
+class ClaimRefused(FileConflict):
+    """``file_conflict``, with every (requested path, holder) pair it names: the
+    conflict log's rows, which ``start_work`` writes again after its rollback."""
+
+    def __init__(self, detail: str, *, pairs: list[Pair], **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.pairs = pairs
 
 
 # --- the statements of one attempt ------------------------------------------------------
@@ -92,15 +144,14 @@ def claimer_session(workspace: Workspace, session_id: int) -> AgentSession:
     return session
 
 
-def locked_holders(*, workspace: Workspace, paths: list[str]) -> list[LockedHolder]:
-    """The unreleased claims on ``paths``, row-locked in path order, with their agent."""
-    holders = []
-    for row in fetchall(sql.locked_holders(dialect(), workspace_id=workspace.pk, paths=paths)):
-        claim, at = take(FileClaim, row, 0)
-        assert claim is not None
-        claim.agent, _ = take(Agent, row, at)
-        holders.append(LockedHolder(claim=claim, live=bool(row[-1])))
-    return holders
+def pairs_of(paths: list[str], claims: list[FileClaim]) -> list[Pair]:
+    """Each (requested path, claim) that overlap, by path, then held path."""
+    by_path = {claim.path: claim for claim in claims}
+    return [(path, by_path[held]) for path, held in overlapping_pairs(paths, by_path)]
+
+
+def holders(pairs: list[Pair]) -> list[Holder]:
+    return [Holder.of(claim, requested=path) for path, claim in pairs]
 
 
 def insert_claims(
@@ -129,19 +180,18 @@ def log_conflicts(
     workspace: Workspace,
     issue: Issue,
     session: AgentSession | None,
-    holders: list[FileClaim],
+    pairs: list[Pair],
     forced: bool,
     agent: Agent | None = None,
 ) -> None:
-    """One append-only ``claim_conflicts`` row per contested path (invariant 8), in
-    one INSERT. The rejected agent is the session's, or ``agent`` for a claimer
-    without one."""
-    if not holders:
-        return
+    """One append-only ``claim_conflicts`` row per (requested path, overlapping holder)
+    (invariants 8 and 11), at the deeper of the two paths, where they meet; in one
+    INSERT per thousand rows. The rejected agent is the session's, or ``agent`` for a
+    claimer without one."""
     rejected_agent_id = session.agent_id if session is not None else (agent.pk if agent else None)
     rows = [
         sql.ConflictRow(
-            path=claim.path,
+            path=meeting_point(path, claim.path),
             rejected_issue_id=issue.pk,
             rejected_session_id=session.pk if session is not None else None,
             rejected_agent_id=rejected_agent_id,
@@ -149,9 +199,21 @@ def log_conflicts(
             holding_session_id=claim.session_id,
             holding_agent_id=claim.agent_id,
         )
-        for claim in holders
+        for path, claim in pairs
     ]
-    execute(sql.insert_conflicts(dialect(), workspace_id=workspace.pk, rows=rows, forced=forced))
+    for start in range(0, len(rows), CONFLICT_ROWS_PER_INSERT):
+        batch = rows[start : start + CONFLICT_ROWS_PER_INSERT]
+        execute(
+            sql.insert_conflicts(dialect(), workspace_id=workspace.pk, rows=batch, forced=forced)
+        )
+
+
+def shown(conflicts: list[Holder]) -> dict[str, Any]:
+    """The conflicts as a 409 and its event show them: the first hundred, and how many."""
+    return {
+        "conflicts": [holder.as_dict() for holder in conflicts[:MAX_CONFLICTS_SHOWN]],
+        "conflicts_total": len(conflicts),
+    }
 
 
 def announce_refusal(
@@ -160,7 +222,7 @@ def announce_refusal(
     issue: Issue,
     session: AgentSession | None,
     paths: list[str],
-    conflicts: list[dict[str, Any]],
+    conflicts: list[Holder],
     agent: Agent | None = None,
 ) -> None:
     """``claims.refused``: the requested paths and the 409's conflict entries, written
@@ -172,38 +234,18 @@ def announce_refusal(
         issue_id=issue.pk,
         session_id=session.pk if session is not None else None,
         agent_id=session.agent_id if session is not None else (agent.pk if agent else None),
-        data={"paths": paths, "conflicts": conflicts},
+        data={"paths": paths, **shown(conflicts)},
     )
 
 
-def file_conflict(
-    conflicts: list[Holder], *, requested: int, detail: str | None = None
-) -> FileConflict:
-    return FileConflict(
+def file_conflict(pairs: list[Pair], *, requested: int, detail: str | None = None) -> ClaimRefused:
+    contested = len({path for path, _ in pairs})
+    return ClaimRefused(
         detail
-        or f"{len(conflicts)} of {requested} paths are claimed by other issues; "
-        "nothing was claimed.",
-        conflicts=[holder.as_dict() for holder in conflicts],
+        or f"{contested} of {requested} paths are claimed by other issues; nothing was claimed.",
+        pairs=pairs,
+        **shown(holders(pairs)),
     )
-
-
-def released_claims(claims: list[FileClaim]) -> list[sql.ReleasedClaim]:
-    """The holders of reclaimed claims, with their issues' projects (for the event)."""
-    projects = dict(
-        Issue.objects.filter(pk__in={claim.issue_id for claim in claims}).values_list(
-            "id", "project_id"
-        )
-    )
-    return [
-        sql.ReleasedClaim(
-            path=claim.path,
-            issue_id=claim.issue_id,
-            session_id=claim.session_id,
-            agent_id=claim.agent_id,
-            project_id=projects.get(claim.issue_id),
-        )
-        for claim in claims
-    ]
 
 
 # --- claim --------------------------------------------------------------------------------
@@ -218,18 +260,21 @@ def claim_files(
     force: bool = False,
     fence: int | None = None,
 ) -> ClaimedFiles:
-    """Claim every path for the issue, or none (invariants 4, 5, 6, 8).
+    """Claim every path for the issue, or none (invariants 4, 5, 6, 8, 11).
 
-    With ``fence`` (the fence of the issue's lease, docs/api.md "Fences"), the claim is
+    A path ending in ``/`` claims the directory and everything under it. With
+    ``fence`` (the fence of the issue's lease, docs/api.md "Fences"), the claim is
     made only while that lease is the issue's unreleased one: otherwise
     ``stale_fence``, and nothing is claimed or logged.
 
-    - a path this issue already holds is kept (idempotent) and returned in claims;
-    - a path whose holder session is not live is reclaimed ``expired``, no conflict;
-    - a path held by another issue's live or session-less claim is a conflict: without
-      ``force`` the request is refused (409 naming every holder) after its conflict
-      rows commit; with ``force`` the holders are released ``overridden`` and a
-      message to ``issue:<this issue>`` names the displaced issues.
+    - a path this issue already holds (spelled the same) is kept (idempotent) and
+      returned in claims; the issue's other claims may overlap it;
+    - an overlapping claim whose holder session is not live is reclaimed ``expired``,
+      no conflict;
+    - an overlapping claim of another issue whose holder is live, or that has no
+      session, is a conflict: without ``force`` the request is refused (409 naming
+      every holder) after its conflict rows commit; with ``force`` the holders are
+      released ``overridden`` and messages name the displaced issues.
     """
     issue = existing_issue(workspace, issue_id)
     wanted = checked_paths(paths, limit=MAX_PATHS)
@@ -249,19 +294,17 @@ def claim_files(
             locking.wait_for_issue(issue.pk)
             continue
         if isinstance(outcome, _Refused):
-            raise file_conflict(outcome.conflicts, requested=len(wanted))
+            raise file_conflict(outcome.pairs, requested=len(wanted))
         return outcome
     # Each retry follows a path that changed hands under us; after a few, the caller
     # gets the holders as they stand rather than an unbounded wait.
-    current = (
-        FileClaim.objects.unreleased()
-        .filter(workspace=workspace, path__in=wanted)
-        .exclude(issue=issue)
-        .select_related("agent")
-        .order_by("path")
-    )
+    current = [
+        found.claim
+        for found in overlapping_claims(workspace.pk, wanted, lock=False)
+        if found.claim.issue_id != issue.pk and found.holds
+    ]
     raise file_conflict(
-        [Holder.of(claim) for claim in current],
+        pairs_of(wanted, current),
         requested=len(wanted),
         detail="The paths changed hands while they were claimed; nothing was claimed. Retry.",
     )
@@ -285,24 +328,24 @@ def _attempt(
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
         status = locking.lock_paths_and_issues(
-            workspace_id=workspace.pk, issue_id=issue.pk, paths=paths
+            workspace_id=workspace.pk, issue_id=issue.pk, paths=paths, overlap=sql.overlap_of(paths)
         )
         if status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to claim files.")
+        wanted = set(paths)
         kept: list[FileClaim] = []
         dead: list[FileClaim] = []
         contested: list[FileClaim] = []
-        for holder in locked_holders(workspace=workspace, paths=paths):
-            if holder.claim.session_id is not None and not holder.live:
-                dead.append(holder.claim)
-            elif holder.claim.issue_id == issue.pk:
-                kept.append(holder.claim)
+        for found in overlapping_claims(workspace.pk, paths, lock=True):
+            if not found.holds:
+                dead.append(found.claim)
+            elif found.claim.issue_id == issue.pk:
+                if found.claim.path in wanted:
+                    kept.append(found.claim)
             else:
-                contested.append(holder.claim)  # live, or session-less: held until forced
-        log_conflicts(
-            workspace=workspace, issue=issue, session=session, holders=contested, forced=force
-        )
-        holders = [Holder.of(claim) for claim in contested]
+                contested.append(found.claim)  # live, or session-less: held until forced
+        pairs = pairs_of(paths, contested)
+        log_conflicts(workspace=workspace, issue=issue, session=session, pairs=pairs, forced=force)
         if contested and not force:
             # Commit the conflict log only: dead holders are left for the next
             # successful claim, so a refusal changes nothing else (invariant 6).
@@ -311,17 +354,20 @@ def _attempt(
                 issue=issue,
                 session=session,
                 paths=paths,
-                conflicts=[holder.as_dict() for holder in holders],
+                conflicts=holders(pairs),
             )
-            return _Refused(conflicts=holders)
+            return _Refused(pairs=pairs)
         taker = events.holder(session.pk, session.agent.name) if session is not None else None
-        for claim in dead:
-            if not release_if_holder_dead(claim, sessionless_is_dead=False):
-                raise _Raced  # revived by a heartbeat since we looked
         if dead:
-            events.claims_released(
-                workspace.pk, released_claims(dead), reason=ReleaseReason.EXPIRED, by=taker
+            reclaimed = fetchall(
+                sql.release_dead_claims(
+                    dialect(), ids=[claim.pk for claim in dead], reason=ReleaseReason.EXPIRED
+                )
             )
+            if len(reclaimed) != len(dead):
+                raise _Raced  # revived by a heartbeat since we looked
+            released = [sql.ReleasedClaim(*row[:5]) for row in reclaimed]
+            events.claims_released(workspace.pk, released, reason=ReleaseReason.EXPIRED, by=taker)
         if contested:
             overridden = release_claims(
                 reason=ReleaseReason.OVERRIDDEN,
@@ -335,7 +381,10 @@ def _attempt(
                 workspace=workspace,
                 issue_id=issue.pk,
                 session=session,
-                taken=[(holder.path, holder.issue, holder.agent) for holder in holders],
+                taken=[
+                    (claim.path, claim.issue_id, claim.agent.name if claim.agent else None)
+                    for claim in contested
+                ],
             )
         kept_paths = {claim.path for claim in kept}
         fresh = [path for path in paths if path not in kept_paths]
@@ -356,6 +405,6 @@ def _attempt(
             )
         return ClaimedFiles(
             claims=sorted(kept + inserted, key=lambda claim: claim.path),
-            reclaimed=[claim.path for claim in dead],
-            overridden=holders,
+            reclaimed=sorted(claim.path for claim in dead),
+            overridden=holders(pairs),
         )

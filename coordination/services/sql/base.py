@@ -1,5 +1,6 @@
 """The ground every statement stands on: table names, column lists, the dialect."""
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,3 +108,41 @@ class Dialect:
         """`` FOR UPDATE`` and the like on PostgreSQL; nothing on SQLite, whose
         ``BEGIN IMMEDIATE`` already made this transaction the only writer."""
         return f" {clause}" if self.postgres else ""
+
+    # --- lists of any length as one parameter --------------------------------------------
+    # A claim's ancestors and subtrees come in lists whose length the caller does not
+    # bound (100 paths of up to 512 segments each): an IN list of placeholders could
+    # pass the backend's limit on parameters, and its text would change with each
+    # length. PostgreSQL takes an array, SQLite a JSON array (json_each, built in).
+
+    def any_of(self, expression: str) -> str:
+        """``expression`` equals one of the values of one parameter (``listed``)."""
+        if self.postgres:
+            return f"{expression} = ANY(%s::text[])"
+        return f"{expression} IN (SELECT value FROM json_each(%s))"
+
+    def among(self, expression: str, subquery: str) -> str:
+        """``expression`` is one of the values ``subquery`` returns, looked up by
+        ``expression``'s index: on PostgreSQL ``= ANY(ARRAY(...))``, a subplan run once,
+        since as ``IN (...)`` the planner may hash-join the whole table against it."""
+        if self.postgres:
+            return f"{expression} = ANY(ARRAY({subquery}))"
+        return f"{expression} IN ({subquery})"
+
+    def listed(self, values: Sequence[str]) -> Any:
+        """The parameter of ``any_of``."""
+        return list(values) if self.postgres else json.dumps(list(values))
+
+    def ranges(self, alias: str, lows: Sequence[str], highs: Sequence[str]) -> Statement:
+        """A FROM item ``alias(low, high)``: one row per pair of bounds."""
+        if self.postgres:
+            return f"unnest(%s::text[], %s::text[]) AS {alias}(low, high)", [
+                list(lows),
+                list(highs),
+            ]
+        pairs = json.dumps([[low, high] for low, high in zip(lows, highs, strict=True)])
+        return (
+            "(SELECT json_extract(value, '$[0]') AS low, json_extract(value, '$[1]') AS high"
+            f" FROM json_each(%s)) AS {alias}",
+            [pairs],
+        )

@@ -1,8 +1,10 @@
-"""File claims: path locks, holders, inserts, the conflict log, releases."""
+"""File claims: path locks, overlapping holders, inserts, the conflict log, releases."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from coordination.paths import ancestors, is_directory, subtree_bounds
 from coordination.services.sql.base import (
     AGENT,
     CLAIM,
@@ -17,33 +19,81 @@ from coordination.services.sql.base import (
 )
 
 
-def advisory_locks(*, namespace: int, keys: list[int]) -> Statement:
-    """PostgreSQL only: transaction-scoped advisory locks, in the order of ``keys``
-    (invariant 5: claimers of overlapping sets queue path by path)."""
+@dataclass(frozen=True)
+class Overlap:
+    """What requested paths overlap (invariant 11), as the statements look for it:
+    ``exact``, the paths themselves and every directory above one (found by
+    equality); ``lows`` and ``highs``, the bounds of each requested directory's
+    subtree (found by one index range scan each: ``paths.subtree_bounds``)."""
+
+    exact: list[str]
+    lows: list[str]
+    highs: list[str]
+
+
+def overlap_of(paths: Iterable[str]) -> Overlap:
+    wanted = sorted(set(paths))
+    exact = sorted({*wanted, *(above for path in wanted for above in ancestors(path))})
+    bounds = [subtree_bounds(path) for path in wanted if is_directory(path)]
+    return Overlap(exact=exact, lows=[low for low, _ in bounds], highs=[high for _, high in bounds])
+
+
+def ordered_locks(keyed: Iterable[tuple[int, bool]]) -> tuple[list[int], list[bool]]:
+    """``(key, exclusive)`` pairs as ``path_locks`` takes them: ascending keys, each
+    once, exclusive if any pair wants it so (a collision, or a path that is also a
+    directory above another requested path)."""
+    modes: dict[int, bool] = {}
+    for key, exclusive in keyed:
+        modes[key] = modes.get(key, False) or exclusive
+    keys = sorted(modes)
+    return keys, [modes[key] for key in keys]
+
+
+def path_locks(*, namespace: int, keys: list[int], exclusive: list[bool]) -> Statement:
+    """PostgreSQL only: transaction-scoped advisory locks, exclusive or shared, in the
+    order of ``keys`` (invariants 5 and 11: ``coordination.services.file_claims.claim``
+    tells why overlapping claimers queue and disjoint ones do not)."""
     return (
-        "SELECT pg_advisory_xact_lock(%s, key)"
-        " FROM unnest(%s::int[]) WITH ORDINALITY AS requested(key, position)"
-        " ORDER BY position",
-        [namespace, keys],
+        "SELECT CASE WHEN requested.exclusive THEN pg_advisory_xact_lock(%s, requested.key)"
+        " ELSE pg_advisory_xact_lock_shared(%s, requested.key) END"
+        " FROM unnest(%s::int[], %s::bool[]) WITH ORDINALITY"
+        " AS requested(key, exclusive, position) ORDER BY position",
+        [namespace, namespace, keys, exclusive],
     )
 
 
-def share_claim_issues(*, workspace_id: int, issue_id: int, paths: list[str]) -> Statement:
+def overlapping_ids(d: Dialect, *, workspace_id: int, overlap: Overlap) -> Statement:
+    """A subquery: the ids of the unreleased claims that overlap ``overlap``'s paths.
+    Index scans on ``one_unreleased_claim_per_path`` only (equality for the paths and
+    the directories above them, a range per requested directory), so its cost follows
+    what it finds, not how many claims are held (invariant 11)."""
+    ranges, range_params = d.ranges("r", overlap.lows, overlap.highs)
+    return (
+        f"SELECT e.id FROM {CLAIM} e WHERE e.workspace_id = %s AND e.released_at IS NULL"
+        f" AND {d.any_of('e.path')}"
+        f" UNION ALL SELECT u.id FROM {ranges} JOIN {CLAIM} u ON u.workspace_id = %s"
+        " AND u.released_at IS NULL AND u.path > r.low AND u.path < r.high",
+        [workspace_id, d.listed(overlap.exact), *range_params, workspace_id],
+    )
+
+
+def share_claim_issues(
+    d: Dialect, *, workspace_id: int, issue_id: int, overlap: Overlap
+) -> Statement:
     """PostgreSQL only: ``(id, status)`` of the claiming issue and of every issue
-    holding one of ``paths``, ``FOR SHARE`` in id order. Found by primary key
-    (``= ANY(ARRAY(...))``): written as ``id = %s OR id IN (...)`` it scanned the
-    whole issue table."""
+    holding a claim that overlaps the requested paths, ``FOR SHARE`` in id order.
+    Found by primary key (``= ANY(ARRAY(...))``): written as ``id = %s OR id IN
+    (...)`` it scanned the whole issue table."""
+    ids, params = overlapping_ids(d, workspace_id=workspace_id, overlap=overlap)
     return (
         f"""
         SELECT id, status FROM {ISSUE}
         WHERE id = ANY(ARRAY(SELECT %s UNION ALL
-                             SELECT issue_id FROM {CLAIM}
-                             WHERE workspace_id = %s AND released_at IS NULL
-                               AND path = ANY(%s)))
+                             SELECT issue_id FROM {CLAIM} WHERE {d.among("id", ids)}))
         ORDER BY id
         FOR SHARE
         """,
-        [issue_id, workspace_id, paths],
+        [issue_id, *params],
     )
 
 
@@ -52,17 +102,37 @@ def claim_issue_status(*, issue_id: int) -> Statement:
     return f"SELECT id, status FROM {ISSUE} WHERE id = %s", [issue_id]
 
 
-def locked_holders(d: Dialect, *, workspace_id: int, paths: list[str]) -> Statement:
-    """The unreleased claims on ``paths`` with their agent and whether their session is
-    live, row-locked in path order (invariant 5: what a claim classifies stays true
-    until it commits)."""
+def overlapping_holders(
+    d: Dialect, *, workspace_id: int, overlap: Overlap, lock: bool = True
+) -> Statement:
+    """The unreleased claims that overlap the requested paths, with their agent and
+    whether their session is live, in path order; with ``lock``, row-locked in that
+    order (invariants 5 and 11: what a claim classifies stays true until it commits;
+    a row released while we waited for it is re-checked and left out)."""
+    ids, params = overlapping_ids(d, workspace_id=workspace_id, overlap=overlap)
     return (
         f"SELECT {columns(CLAIM, 'c')}, {columns(AGENT, 'a')}, {d.live('s')}"
         f" FROM {CLAIM} c LEFT JOIN {SESSION} s ON s.id = c.session_id"
         f" LEFT JOIN {AGENT} a ON a.id = c.agent_id"
-        " WHERE c.workspace_id = %s AND c.released_at IS NULL"
-        f" AND c.path IN ({placeholders(paths)}) ORDER BY c.path{d.lock('FOR UPDATE OF c')}",
-        [workspace_id, *paths],
+        f" WHERE c.released_at IS NULL AND {d.among('c.id', ids)}"
+        f" ORDER BY c.path{d.lock('FOR UPDATE OF c') if lock else ''}",
+        params,
+    )
+
+
+def release_dead_claims(d: Dialect, *, ids: list[int], reason: str) -> Statement:
+    """Invariant 4, for every dead holder a claim found in one statement: release
+    the claims among ``ids`` whose session is not live (compare-and-set: a holder
+    revived by a heartbeat meanwhile is kept, and the caller sees it missing from
+    the returned ids). A claim with no session is held until forced, never dead."""
+    return (
+        f"UPDATE {CLAIM} SET released_at = {d.now()}, release_reason = %s"
+        f" WHERE id IN ({placeholders(ids)}) AND released_at IS NULL"
+        " AND session_id IS NOT NULL AND NOT EXISTS ("
+        f"SELECT 1 FROM {SESSION} s WHERE s.id = {CLAIM}.session_id AND {d.live('s')})"
+        f" RETURNING path, issue_id, session_id, agent_id,"
+        f" (SELECT project_id FROM {ISSUE} WHERE id = {CLAIM}.issue_id)",
+        [reason, *ids],
     )
 
 

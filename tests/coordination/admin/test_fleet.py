@@ -128,3 +128,27 @@ def test_force_release_of_a_worktree_lock_cancels_its_run(
     assert run.finished_at is not None
     assert f"Run {run.pk} was cancelled" in Message.objects.get(scope=f"issue:{issue.pk}").body
     assert any(f"run {run.pk} cancelled" in text for text in bar(response))
+
+
+# --- directory claims ---------------------------------------------------------------------
+
+
+def test_a_directory_claim_is_visibly_a_directory(operator, workspace, make_issue):
+    """Invariant 11: ``src/api/`` holds its whole subtree, and the list says so; the
+    kind filter keeps directories or files."""
+    issue = make_issue()
+    file_claims.claim_files(workspace=workspace, issue_id=issue.pk, paths=["src/api/", "a.py"])
+
+    page = operator.get(url(FileClaim)).content.decode()
+    assert (
+        'class="kind-dir" title="directory claim: holds every path under src/api/">dir</span>'
+        in page
+    )
+    assert page.count('class="kind-dir"') == 1
+
+    directories = operator.get(url(FileClaim) + "?kind=directory").context["cl"].queryset
+    assert [claim.path for claim in directories] == ["src/api/"]
+    files = operator.get(url(FileClaim) + "?kind=file").context["cl"].queryset
+    assert [claim.path for claim in files] == ["a.py"]
+    issue_page = operator.get(f"/admin/coordination/issue/{issue.pk}/change/").content.decode()
+    assert 'class="kind-dir"' in issue_page

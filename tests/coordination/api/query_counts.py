@@ -30,6 +30,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "GET /worktrees/": 3,
     "GET /runs/": 3,
     "GET /file-claims/": 3,
+    "GET /file-claims/?covering=": 3,  # the path and its ancestors: one equality lookup
     "GET /claim-conflicts/": 3,
     "GET /messages/": 3,
     "GET /messages/?agent=": 4,  # + the issues the agent holds
@@ -50,14 +51,20 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /issues/{id}/claim/ (held)": 9,
     "POST /issues/{id}/release/": {"sqlite": 8, "postgresql": 9},
     "POST /issues/{id}/release/ (fence)": {"sqlite": 8, "postgresql": 9},
-    # File claims: however many paths.
+    # File claims: however many paths, and however many claims are held (directory
+    # claims included: the overlapping holders are one statement, index scans only,
+    # and every dead holder is reclaimed by one more).
     "POST /file-claims/": {"sqlite": 9, "postgresql": 11},
+    "POST /file-claims/ (directories)": {"sqlite": 9, "postgresql": 11},
+    "POST /file-claims/ (directory conflict)": {"sqlite": 9, "postgresql": 11},
+    "POST /file-claims/ (directory force)": {"sqlite": 25, "postgresql": 27},
     "POST /file-claims/ (fence)": {"sqlite": 10, "postgresql": 15},
     "POST /file-claims/ (conflict)": {"sqlite": 9, "postgresql": 11},
     "POST /file-claims/ (force)": {"sqlite": 25, "postgresql": 27},
     "POST /file-claims/release/": {"sqlite": 5, "postgresql": 6},
     "POST /file-claims/release/ (all)": {"sqlite": 5, "postgresql": 6},
     "POST /file-claims/check/": 3,
+    "POST /file-claims/check/ (directories)": 3,
     # A unit of work.
     "POST /work/start/": {"sqlite": 43, "postgresql": 45},
     "POST /work/finish/": {"sqlite": 37, "postgresql": 38},

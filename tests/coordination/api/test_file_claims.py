@@ -79,8 +79,20 @@ def test_conflict_is_409_naming_every_holder_and_claims_nothing(api, make_issue,
 
     body = assert_error(response, 409, "file_conflict")
     assert body["conflicts"] == [
-        {"path": "a.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
-        {"path": "b.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
+        {
+            "path": "a.py",
+            "held_path": "a.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
+        {
+            "path": "b.py",
+            "held_path": "b.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
     ]
     assert held() == {"a.py": theirs.pk, "b.py": theirs.pk}
     assert list(ClaimConflict.objects.order_by("path").values_list("path", "forced")) == [
@@ -102,7 +114,13 @@ def test_force_via_api_reports_what_it_overrode(api, make_issue, make_session):
 
     assert response.status_code == 201, response.content
     assert response.json()["overridden"] == [
-        {"path": "a.py", "issue": theirs.pk, "session": them.pk, "agent": "them"}
+        {
+            "path": "a.py",
+            "held_path": "a.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        }
     ]
     assert held() == {"a.py": mine.pk}
     assert FileClaim.objects.get(issue=theirs).release_reason == ReleaseReason.OVERRIDDEN

@@ -39,8 +39,20 @@ def test_check_names_another_issues_live_claim(api, workspace, make_issue, make_
     assert response.status_code == 200, response.content
     assert response.json() == {
         "conflicts": [
-            {"path": "src/a.py", "issue": theirs.pk, "session": them.pk, "agent": "coder-2"},
-            {"path": "src/b.py", "issue": theirs.pk, "session": them.pk, "agent": "coder-2"},
+            {
+                "path": "src/a.py",
+                "held_path": "src/a.py",
+                "issue": theirs.pk,
+                "session": them.pk,
+                "agent": "coder-2",
+            },
+            {
+                "path": "src/b.py",
+                "held_path": "src/b.py",
+                "issue": theirs.pk,
+                "session": them.pk,
+                "agent": "coder-2",
+            },
         ]
     }
 
@@ -53,7 +65,15 @@ def test_a_claim_with_no_session_is_a_conflict(api, workspace, make_issue):
     response = check(api, mine.pk, ["a.py"])
 
     assert response.json() == {
-        "conflicts": [{"path": "a.py", "issue": theirs.pk, "session": None, "agent": None}]
+        "conflicts": [
+            {
+                "path": "a.py",
+                "held_path": "a.py",
+                "issue": theirs.pk,
+                "session": None,
+                "agent": None,
+            }
+        ]
     }
 
 
@@ -211,6 +231,7 @@ def test_workspaces_are_isolated(
     assert check(api, mine.pk, ["a.py", "b.py"]).json()["conflicts"] == [
         {
             "path": "a.py",
+            "held_path": "a.py",
             "issue": theirs.pk,
             "session": FileClaim.objects.get(path="a.py").session_id,
             "agent": "ours",

@@ -91,7 +91,10 @@ def build_world(workspace: Workspace, rows: int) -> World:
     for i, (session, held) in enumerate(zip(sessions, leased, strict=True)):
         worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=held.pk)
         file_claims.claim_files(
-            workspace=workspace, issue_id=held.pk, paths=[f"src/{i}.py"], session_id=session.pk
+            workspace=workspace,
+            issue_id=held.pk,
+            paths=[f"src/{i}.py", f"tree/{i}/"],  # a file and a directory claim each
+            session_id=session.pk,
         )
         messages.post_message(
             workspace=workspace, scope=f"issue:{held.pk}", body="On it.", session_id=session.pk
@@ -142,6 +145,7 @@ LISTS = {
     "GET /worktrees/": ("/worktrees/", 1),
     "GET /runs/": ("/runs/", 1),
     "GET /file-claims/": ("/file-claims/", 1),
+    "GET /file-claims/?covering=": ("/file-claims/?covering=tree/0/a/b.py", 0),
     "GET /claim-conflicts/": ("/claim-conflicts/", 1),
     "GET /messages/": ("/messages/", 1),
     "GET /messages/?agent=": ("/messages/?agent=agent-0", 0),  # one agent's: 1 or more
@@ -164,7 +168,7 @@ DETAILS = {
     "GET /issues/{id}/": lambda w: f"/issues/{w.leased[0].pk}/",
     "GET /leases/{id}/": lambda w: f"/leases/{w.leased[0].leases.get().pk}/",
     "GET /runs/{id}/": lambda w: f"/runs/{w.leased[0].runs.get().pk}/",
-    "GET /file-claims/{id}/": lambda w: f"/file-claims/{w.leased[0].file_claims.get().pk}/",
+    "GET /file-claims/{id}/": lambda w: f"/file-claims/{w.leased[0].file_claims.first().pk}/",
     "GET /workflow/": lambda w: "/workflow/",
 }
 
@@ -251,6 +255,29 @@ def files_conflict(w: World) -> Call:
     return Call("POST", "/file-claims/", body, 409)
 
 
+def files_claim_directories(w: World) -> Call:
+    # Beside the world's directories and files, none overlapping: however many.
+    body = {
+        "issue": w.leased[0].pk,
+        "session": w.sessions[0].pk,
+        "paths": [f"new/{i}/" for i in range(w.rows)],
+    }
+    return Call("POST", "/file-claims/", body, 201)
+
+
+def files_directory_conflict(w: World) -> Call:
+    # One directory over every world row's directory and file: rows conflicts.
+    body = {"issue": w.ready[0].pk, "session": w.sessions[0].pk, "paths": ["tree/", "src/"]}
+    return Call("POST", "/file-claims/", body, 409)
+
+
+def files_directory_force(w: World) -> Call:
+    # One holder of every file under the directory: told once, whatever their number.
+    claim(w, w.leased[1], w.paths("held"))
+    body = {"issue": w.ready[0].pk, "session": w.sessions[0].pk, "paths": ["held/"], "force": True}
+    return Call("POST", "/file-claims/", body, 201)
+
+
 def files_force(w: World) -> Call:
     # One holder of every path: the override tells each holder (issue and agent) once.
     claim(w, w.leased[1], w.paths("held"))
@@ -278,6 +305,12 @@ def files_check(w: World) -> Call:
     return Call(
         "POST", "/file-claims/check/", {"issue": w.ready[0].pk, "paths": w.paths("src")}, 200
     )
+
+
+def files_check_directories(w: World) -> Call:
+    # A file under each world row's directory claim: rows conflicts.
+    paths = [f"tree/{i}/deep/x.py" for i in range(w.rows)]
+    return Call("POST", "/file-claims/check/", {"issue": w.ready[0].pk, "paths": paths}, 200)
 
 
 def start_work(w: World) -> Call:
@@ -352,9 +385,13 @@ STATE_CHANGES = {
     "POST /file-claims/ (fence)": files_claim_fenced,
     "POST /file-claims/ (conflict)": files_conflict,
     "POST /file-claims/ (force)": files_force,
+    "POST /file-claims/ (directories)": files_claim_directories,
+    "POST /file-claims/ (directory conflict)": files_directory_conflict,
+    "POST /file-claims/ (directory force)": files_directory_force,
     "POST /file-claims/release/": files_release,
     "POST /file-claims/release/ (all)": files_release_all,
     "POST /file-claims/check/": files_check,
+    "POST /file-claims/check/ (directories)": files_check_directories,
     "POST /work/start/": start_work,
     "POST /work/finish/": finish_work,
     "POST /messages/": message_post,

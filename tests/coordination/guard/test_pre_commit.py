@@ -205,6 +205,42 @@ def test_the_guard_works_with_a_read_key(guarded, workspace, mine_and_theirs):
 
 
 @LIVE
+def test_a_commit_touching_a_file_under_another_issues_directory_claim_is_refused(
+    guarded, workspace, mine_and_theirs
+):
+    """Invariant 11: ``src/api/`` holds every file under it, at any depth, including
+    files created after the claim; ``src/apiv2/`` and the directory's neighbours are
+    free. A file name with glob characters is a name like any other here."""
+    mine, theirs, coder = mine_and_theirs
+    claim_paths(workspace, theirs, ["src/api/"], coder)
+    guarded.env["PROJEKTOR_ISSUE"] = str(mine.pk)
+    guarded.write("src/api/v2/new_file.py")
+    guarded.write("src/api/a[1].py")
+    guarded.write("src/apiv2/free.py")
+    guarded.write("src/api.py")
+
+    result = guarded.commit()
+
+    assert result.returncode != 0
+    assert guarded.commits() == 1
+    err = result.stderr
+    assert "commit refused: 2 staged paths are claimed by another issue (" in err
+    for path in ("src/api/v2/new_file.py", "src/api/a[1].py"):
+        line = next(line for line in err.splitlines() if path in line)
+        assert f"issue {theirs.pk}, agent coder-2 (session {coder.pk})" in line
+        assert "by its claim of the directory src/api/" in line
+    assert "src/apiv2/free.py" not in err and "src/api.py " not in err
+    assert not ClaimConflict.objects.exists()
+
+    # Unstaged, the free files commit; the issue's own directory claim is no conflict.
+    guarded.git("restore", "--staged", "src/api")
+    assert guarded.commit().returncode == 0
+    claim_paths(workspace, mine, ["lib/"])
+    guarded.write("lib/deep/x.py")
+    assert guarded.commit().returncode == 0
+
+
+@LIVE
 def test_free_paths_and_the_issues_own_claims_commit(guarded, workspace, mine_and_theirs):
     mine, theirs, coder = mine_and_theirs
     claim_paths(workspace, mine, ["src/mine.py"], coder)

@@ -26,6 +26,7 @@ TOOLS = {
     "claim_issue",
     "release_issue",
     "claim_files",
+    "check_files",
     "release_files",
     "get_code_heatmap",
     "post_message",
@@ -161,7 +162,13 @@ def test_agents_claim_issues_and_files_and_collide(mcp_url, raw_key, make_issue)
             )
             assert conflict["code"] == "file_conflict"
             assert conflict["conflicts"] == [
-                {"path": "src/auth.py", "issue": first.pk, "session": alice["id"], "agent": "alice"}
+                {
+                    "path": "src/auth.py",
+                    "held_path": "src/auth.py",
+                    "issue": first.pk,
+                    "session": alice["id"],
+                    "agent": "alice",
+                }
             ]
 
             released = await call(session, "release_files", issue=first.pk, paths=["src/auth.py"])

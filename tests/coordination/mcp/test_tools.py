@@ -161,6 +161,40 @@ def test_list_file_claims_shows_who_holds_what(mcp_url, raw_key, workspace, issu
     run(scenario)
 
 
+def test_directory_claims_over_mcp(mcp_url, raw_key, workspace, make_issue, make_session):
+    """Invariant 11 through the tools: a directory claim, a file under it refused with
+    its held_path, a glob refused, check_files and list_file_claims covering."""
+    mine, theirs = make_issue(), make_issue()
+    holder, me = make_session("erin"), make_session("me")
+
+    async def scenario() -> None:
+        async with connect(mcp_url, raw_key) as client:
+            granted = await call(
+                client, "claim_files", issue=theirs.pk, paths=["src/api/"], session=holder.pk
+            )
+            assert [c["path"] for c in granted["claims"]] == ["src/api/"]
+
+            conflict = await refused(
+                client, "claim_files", issue=mine.pk, paths=["src/api/v2/x.py"], session=me.pk
+            )
+            assert conflict["code"] == "file_conflict" and conflict["conflicts_total"] == 1
+            assert conflict["conflicts"][0]["held_path"] == "src/api/"
+
+            glob = await refused(client, "claim_files", issue=mine.pk, paths=["src/*.py"])
+            assert glob["code"] == "invalid" and "claim the directory" in glob["detail"]
+
+            checked = await call(
+                client, "check_files", issue=mine.pk, paths=["src/api/x.py", "src/apiv2.py"]
+            )
+            assert [(c["path"], c["held_path"]) for c in checked["conflicts"]] == [
+                ("src/api/x.py", "src/api/")
+            ]
+            covering = await call(client, "list_file_claims", covering="src/api/v2/x.py")
+            assert [c["path"] for c in covering["results"]] == ["src/api/"]
+
+    run(scenario)
+
+
 def test_list_events_waits_and_tells_a_holder_its_lease_was_reclaimed(
     mcp_url, raw_key, workspace, issue, make_session
 ):

@@ -49,14 +49,15 @@ def hold_and_race(
     """Run ``holder(let_racer_in)`` in a transaction of its own thread, and ``racer()``
     in another thread once the holder calls ``let_racer_in()``. That call returns when
     the racer waits on a lock this transaction holds (or has already finished), so
-    whatever the holder does next, the racer is queued behind it. Returns what each
-    returned or raised, holder first.
+    whatever the holder does next, the racer is queued behind it; it returns True if
+    the racer finished (it did not wait for this transaction), False if it waits.
+    Returns what each returned or raised, holder first.
     """
     assert connection.vendor == "postgresql", "pg_blocking_pids is PostgreSQL's"
     started, finished = threading.Event(), threading.Event()
     results: list[Any] = [None, None]
 
-    def let_racer_in() -> None:
+    def let_racer_in() -> bool:
         started.set()
         deadline = time.monotonic() + RACER_TIMEOUT
         with connection.cursor() as cursor:
@@ -66,8 +67,9 @@ def hold_and_race(
                     " AND pg_backend_pid() = ANY(pg_blocking_pids(pid)))"
                 )
                 if cursor.fetchone()[0]:
-                    return
+                    return False
                 finished.wait(0.005)
+        return finished.is_set()
 
     def hold() -> None:
         try:

@@ -390,7 +390,13 @@ def test_a_refused_claim_names_the_request_and_the_conflicts_and_grants_nothing(
 
     conflicts = refusal.value.extra["conflicts"]
     assert conflicts == [
-        {"path": "shared.py", "issue": held.pk, "session": holder.pk, "agent": "holder"}
+        {
+            "path": "shared.py",
+            "held_path": "shared.py",
+            "issue": held.pk,
+            "session": holder.pk,
+            "agent": "holder",
+        }
     ]
     assert since(mark) == [
         expected(
@@ -398,7 +404,7 @@ def test_a_refused_claim_names_the_request_and_the_conflicts_and_grants_nothing(
             project="core",
             issue=wanted.pk,
             session=refused,
-            data={"paths": ["free.py", "shared.py"], "conflicts": conflicts},
+            data={"paths": ["free.py", "shared.py"], "conflicts": conflicts, "conflicts_total": 1},
         )
     ]
     assert not FileClaim.objects.filter(path="free.py").exists()
@@ -709,7 +715,11 @@ def test_start_work_refused_on_a_file_conflict_announces_only_the_refusal(
             project="core",
             issue=wanted.pk,
             agent="late",
-            data={"paths": ["cold.py", "hot.py"], "conflicts": refusal.value.extra["conflicts"]},
+            data={
+                "paths": ["cold.py", "hot.py"],
+                "conflicts": refusal.value.extra["conflicts"],
+                "conflicts_total": refusal.value.extra["conflicts_total"],
+            },
         )
     ]
     assert AgentSession.objects.count() == sessions_before

@@ -3,7 +3,14 @@
 import pytest
 
 from coordination.errors import FileConflict, LeaseHeld
-from coordination.models import Issue
+from coordination.models import (
+    AgentSession,
+    ClaimConflict,
+    Event,
+    FileClaim,
+    Issue,
+    IssueLease,
+)
 from coordination.services import file_claims, work
 
 pytestmark = pytest.mark.django_db
@@ -48,3 +55,39 @@ def test_a_refused_start_assigns_nobody(workspace, make_issue, make_session):
         start(workspace, other, agent="late")
     assert Issue.objects.get(pk=issue.pk).assignee is None
     assert Issue.objects.get(pk=other.pk).assignee.name == "holder"
+
+
+def test_start_work_is_refused_under_another_issues_directory_and_logs_each_pair(
+    workspace, make_issue, make_session
+):
+    """Invariant 11 in start_work: a path under another issue's directory claim refuses
+    the whole start; the conflict rows, one per (path, holder) at the deeper path, are
+    written again after the rollback, naming the agent and no session."""
+    issue, other = make_issue(status="todo"), make_issue()
+    holder = make_session("holder")
+    file_claims.claim_files(
+        workspace=workspace, issue_id=other.pk, paths=["src/", "src/a.py"], session_id=holder.pk
+    )
+
+    with pytest.raises(FileConflict) as caught:
+        start(workspace, issue, paths=["src/a.py", "docs/"])
+
+    assert [(c["path"], c["held_path"]) for c in caught.value.extra["conflicts"]] == [
+        ("src/a.py", "src/"),
+        ("src/a.py", "src/a.py"),
+    ]
+    rows = ClaimConflict.objects.order_by("id")
+    assert [
+        (r.path, r.holding_issue_id, r.rejected_session_id, r.rejected_agent.name) for r in rows
+    ] == [
+        ("src/a.py", other.pk, None, "erin"),
+        ("src/a.py", other.pk, None, "erin"),
+    ]
+    refused = Event.objects.get(type="claims.refused")
+    assert refused.data["conflicts_total"] == 2 and refused.session_id is None
+    assert not AgentSession.objects.filter(agent__name="erin").exists()
+    assert not IssueLease.objects.filter(issue=issue).exists()
+    assert not FileClaim.objects.filter(issue=issue).exists()
+
+    started = start(workspace, issue, paths=["docs/", "lib/x.py"])
+    assert [c.path for c in started.claims] == ["docs/", "lib/x.py"]

@@ -18,7 +18,17 @@ import pytest
 from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
-SCENARIOS = {"heartbeat", "lease", "files", "contended", "live", "ready", "files-1", "events"}
+SCENARIOS = {
+    "heartbeat",
+    "lease",
+    "files",
+    "contended",
+    "directories",
+    "live",
+    "ready",
+    "files-1",
+    "events",
+}
 NO_CEILING = {"events"}  # long polls have no direct run
 # Generous: the bench itself takes about a minute; this only stops a hang.
 TIMEOUT_SECONDS = 600
@@ -97,16 +107,20 @@ def test_quick_bench_runs_every_scenario_end_to_end(scratch_database: str, tmp_p
         assert server_errors(scenario["direct"]) == [], name
     assert figures["scenarios"]["files-1"]["agents"] == 1
     assert figures["scenarios"]["contended"]["api"]["requests"]["claim"]["statuses"]["201"] > 0
+    assert figures["scenarios"]["directories"]["api"]["requests"]["claim"]["statuses"]["201"] > 0
     assert set(figures["statements"]) >= {
         "heartbeat",
         "lease claim",
         "lease release",
         "files claim",
         "files release",
+        "directory claim",
+        "directory conflict",
+        "directory release",
         "live list",
         "ready list",
     }
-    for step in ("history", "active"):
+    for step in ("history", "active", "active directories", "directories, active"):
         assert figures["growth"][step]["api"]["ops"] > 0, step
         assert figures["growth"][step]["ratio_to_empty"] > 0, step
     for name in ("heartbeat", "files"):

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 def test_claim_normalises_and_claims_each_path_once(claim, issue, make_session):
     session = make_session("coder")
 
-    result = claim(issue, ["./src//a.py", "src/a.py", "src/b.py/", "README.md"], session)
+    result = claim(issue, ["./src//a.py", "src/a.py", "src/b.py", "README.md"], session)
 
     assert [c.path for c in result.claims] == ["README.md", "src/a.py", "src/b.py"]
     assert result.reclaimed == [] and result.overridden == []
@@ -69,13 +69,14 @@ def test_a_claim_needs_no_lease_and_a_lease_reserves_no_file(
     assert IssueLease.objects.live().get().session_id == holder.pk
 
 
-def test_a_directory_claim_does_not_reserve_the_files_beneath_it(claim, make_issue, make_session):
-    tree, leaf = make_issue(), make_issue()
+def test_a_file_named_like_a_directory_reserves_nothing_beneath_it(claim, make_issue, make_session):
+    """``src`` is a file claim; ``src/`` would be the directory (invariant 11)."""
+    file, leaf = make_issue(), make_issue()
 
-    claim(tree, ["src/"], make_session("a"))
+    claim(file, ["src"], make_session("a"))
     claim(leaf, ["src/a.py"], make_session("b"))
 
-    assert held() == {"src": tree.pk, "src/a.py": leaf.pk}
+    assert held() == {"src": file.pk, "src/a.py": leaf.pk}
 
 
 def test_one_hundred_paths_is_the_most(claim, issue):
@@ -150,9 +151,27 @@ def test_a_live_holder_refuses_the_whole_request_and_the_conflicts_are_logged(
 
     assert caught.value.status == 409 and caught.value.code == "file_conflict"
     assert caught.value.extra["conflicts"] == [
-        {"path": "a.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
-        {"path": "b.py", "issue": theirs.pk, "session": them.pk, "agent": "them"},
-        {"path": "c.py", "issue": third.pk, "session": other.pk, "agent": "other"},
+        {
+            "path": "a.py",
+            "held_path": "a.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
+        {
+            "path": "b.py",
+            "held_path": "b.py",
+            "issue": theirs.pk,
+            "session": them.pk,
+            "agent": "them",
+        },
+        {
+            "path": "c.py",
+            "held_path": "c.py",
+            "issue": third.pk,
+            "session": other.pk,
+            "agent": "other",
+        },
     ]
     assert held() == {"a.py": theirs.pk, "b.py": theirs.pk, "c.py": third.pk}
     logged = ClaimConflict.objects.order_by("path")
@@ -232,7 +251,7 @@ def test_a_sessionless_claim_is_held_until_forced(claim, make_issue, make_sessio
     with pytest.raises(FileConflict) as caught:
         claim(mine, ["a.py"], make_session("me"))
     assert caught.value.extra["conflicts"] == [
-        {"path": "a.py", "issue": theirs.pk, "session": None, "agent": None}
+        {"path": "a.py", "held_path": "a.py", "issue": theirs.pk, "session": None, "agent": None}
     ]
     assert held() == {"a.py": theirs.pk}
 
@@ -255,7 +274,7 @@ def test_an_orphaned_claim_is_still_held_and_only_force_gets_past(claim, make_is
 
     result = claim(mine, ["a.py"], me, force=True)
     assert [h.as_dict() for h in result.overridden] == [
-        {"path": "a.py", "issue": theirs.pk, "session": None, "agent": "gone"}
+        {"path": "a.py", "held_path": "a.py", "issue": theirs.pk, "session": None, "agent": "gone"}
     ]
     orphan.refresh_from_db()
     assert orphan.release_reason == ReleaseReason.OVERRIDDEN
@@ -273,9 +292,9 @@ def test_force_overrides_live_holders_logs_forced_rows_and_tells_the_issue(
     result = claim(mine, ["x.py", "y.py", "z.py", "new.py"], me, force=True)
 
     assert [h.as_dict() for h in result.overridden] == [
-        {"path": "x.py", "issue": first.pk, "session": a.pk, "agent": "a"},
-        {"path": "y.py", "issue": first.pk, "session": a.pk, "agent": "a"},
-        {"path": "z.py", "issue": second.pk, "session": b.pk, "agent": "b"},
+        {"path": "x.py", "held_path": "x.py", "issue": first.pk, "session": a.pk, "agent": "a"},
+        {"path": "y.py", "held_path": "y.py", "issue": first.pk, "session": a.pk, "agent": "a"},
+        {"path": "z.py", "held_path": "z.py", "issue": second.pk, "session": b.pk, "agent": "b"},
     ]
     assert held() == {"x.py": mine.pk, "y.py": mine.pk, "z.py": mine.pk, "new.py": mine.pk}
     displaced = FileClaim.objects.exclude(issue=mine)
