@@ -68,6 +68,7 @@ class IssueAdmin(KeptAdmin):
             super().save_model(request, obj, form, change)
             if not change:
                 projects.announce_created(obj)
+
     fieldsets = [
         ("State", {"fields": ["status_moves", "lease", "created", "updated"]}),
         (

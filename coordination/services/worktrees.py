@@ -311,9 +311,7 @@ def record_unresolved(
     return run
 
 
-def run_event(
-    run: Run, type: str, *, project_id: int | None = None, data: dict[str, Any]
-) -> None:
+def run_event(run: Run, type: str, *, project_id: int | None = None, data: dict[str, Any]) -> None:
     """A run's event: ``data`` and the run's id, for its issue, session and agent."""
     if project_id is None:
         project_id = Issue.objects.values_list("project_id", flat=True).get(pk=run.issue_id)

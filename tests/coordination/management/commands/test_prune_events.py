@@ -22,9 +22,7 @@ def age(event_id: int, days: int) -> None:
 
 
 @pytest.mark.django_db
-def test_old_events_go_and_a_cursor_before_them_has_missed_them(
-    workspace, other_workspace, capsys
-):
+def test_old_events_go_and_a_cursor_before_them_has_missed_them(workspace, other_workspace, capsys):
     old = [register(workspace, f"old-{n}") for n in range(3)]
     kept = register(workspace, "recent")
     elsewhere = register(other_workspace, "stranger")
