@@ -44,6 +44,8 @@ FINISH_WORK_CHANCE = 0.35  # handing in ends the session too (finish_work)
 CHATTER_CHANCE = 0.04  # a message to a colleague or a project, now and then
 WIP_NOTE_CHANCE = 0.3  # a WIP-refused agent says it is waiting
 EFFORT = (2, 5)  # runs an issue needs
+BUSY_WAIT = (5, 12)  # actions before dispatching again to a busy worktree
+WIP_WAIT = (10, 25)  # actions an agent keeps off a project that refused it at its cap
 REFILL_CHANCE = 0.5  # an agent that finds the ready queue short tops it up
 NEW_ISSUE_CHANCE = 0.25  # topping up files a new issue rather than reopening a done one
 
@@ -60,6 +62,7 @@ class Job:
     claimed: bool = False
     progress: int = 0
     run: int | None = None
+    waits: int = 0  # actions to wait before dispatching again (the worktree was busy)
 
 
 class FleetAgent:
@@ -74,6 +77,7 @@ class FleetAgent:
         self.job: Job | None = None
         self.actions_left = 0
         self.crashes = False
+        self.capped: dict[str, int] = {}  # project -> actions to keep off it (at its WIP cap)
         self.over = False  # left or crashed: this agent's run is done
         self.thread = threading.Thread(target=self.run, name=f"demo-fleet-{spec.name}", daemon=True)
 
@@ -118,6 +122,7 @@ class FleetAgent:
             self.leave()
         else:
             self.actions_left -= 1
+            self.capped = {key: left - 1 for key, left in self.capped.items() if left > 1}
             self.work()
             if self.session is not None and self.rng.random() < CHATTER_CHANCE:
                 self.chat()
@@ -130,6 +135,8 @@ class FleetAgent:
             self.claim_files(job)
         elif job.run is not None:
             self.finish_run(job)
+        elif job.waits > 0:
+            job.waits -= 1  # the worktree was busy: give its run time to finish
         elif job.progress < job.effort:
             self.dispatch(job)
         else:
@@ -223,6 +230,7 @@ class FleetAgent:
         return list(answer.body["results"])
 
     def choose(self, issues: list[dict[str, Any]], *, carry_on: bool) -> dict[str, Any] | None:
+        issues = [issue for issue in issues if issue["project"] not in self.capped]
         todo = [issue for issue in issues if issue["status"] == "todo" and not issue["missing"]]
         orphans = [
             issue
@@ -241,8 +249,14 @@ class FleetAgent:
     def find_work(self) -> None:
         assert self.session is not None
         issues = self.ready()
-        ready = sum(1 for issue in issues if issue["status"] == "todo" and not issue["missing"])
-        if ready < self.fleet.config.min_ready and self.rng.random() < REFILL_CHANCE:
+        workable = [  # todo in a project that did not just refuse this agent at its cap
+            issue
+            for issue in issues
+            if issue["status"] == "todo"
+            and not issue["missing"]
+            and issue["project"] not in self.capped
+        ]
+        if len(workable) < self.fleet.config.min_ready and self.rng.random() < REFILL_CHANCE:
             self.refill()
         issue = self.choose(issues, carry_on=True)
         if issue is None:
@@ -253,6 +267,7 @@ class FleetAgent:
         )
         if answer is None or not answer.ok:
             if answer is not None and answer.code == "wip_limit_reached":
+                self.capped[issue["project"]] = self.rng.randint(*WIP_WAIT)
                 self.say(f"refused #{number}: {issue['project']} is at its WIP cap")
                 if self.rng.random() < WIP_NOTE_CHANCE:
                     self.post(
@@ -274,13 +289,20 @@ class FleetAgent:
             self.say(f"took #{number} ({issue['project']}: {issue['title']})")
 
     def refill(self) -> None:
-        """The queue runs low: reopen the oldest done issue (a regression), or now
-        and then file a follow-up, while the workspace has fewer than ``max_issues``."""
-        done = self.api.get("/issues/?status=done", label="/issues/")
+        """The queue runs low: in a project this agent may work in now (its own,
+        unless at its cap), reopen a done issue (a regression), or now and then file
+        a follow-up, while the workspace has fewer than ``max_issues``."""
+        spec = world.PROJECTS_BY_KEY.get(self.spec.profile.home)
+        if spec is None or spec.key in self.capped:
+            open_projects = [other for other in world.PROJECTS if other.key not in self.capped]
+            if not open_projects:
+                return
+            spec = self.rng.choice(open_projects)
+        done = self.api.get(f"/issues/?status=done&project={spec.key}", label="/issues/")
         if done is None or not done.ok:
             return
         if done.body["results"] and self.rng.random() >= NEW_ISSUE_CHANCE:
-            issue = min(done.body["results"], key=lambda issue: issue["id"])
+            issue = self.rng.choice(done.body["results"])  # any of its latest 100
             answer = self.move(issue["id"], "todo")
             if answer is not None and answer.ok:
                 self.post(f"issue:{issue['id']}", f"{self.name}: reopened, it regressed.")
@@ -289,7 +311,6 @@ class FleetAgent:
         total = self.api.get("/issues/", label="/issues/")
         if total is None or not total.ok or total.body["count"] >= self.fleet.config.max_issues:
             return
-        spec = world.PROJECTS_BY_KEY.get(self.spec.profile.home) or self.rng.choice(world.PROJECTS)
         body = {
             "project": spec.key,
             "title": world.draw_title(self.rng, spec),
@@ -394,7 +415,9 @@ class FleetAgent:
             job.run = int(answer.body["id"])
             self.say(f"runs #{job.issue} (run {job.run})")
         elif answer.code == "worktree_busy":
+            # The run is recorded cancelled and the lease kept: retry in a while.
             holder = (answer.body.get("holder") or {}).get("agent")
+            job.waits = self.rng.randint(*BUSY_WAIT)
             self.say(
                 f"found the worktree busy for #{job.issue}" + (f" ({holder})" if holder else "")
             )

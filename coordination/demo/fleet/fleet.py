@@ -37,7 +37,7 @@ class FleetConfig:
     interval: float = 2.0  # seconds between one agent's actions (jittered ±50 %)
     ttl: float = 120.0  # the server's PROJEKTOR_SESSION_TTL_SECONDS
     crash_chance: float = 0.2  # a session ends in a crash rather than a sign-off
-    session_actions: tuple[int, int] = (20, 60)  # a session's length, in actions
+    session_actions: tuple[int, int] = (30, 90)  # a session's length, in actions
     max_issues: int = 250  # the reviewer files new issues only below this many
     seed: int | None = None
 

@@ -338,7 +338,9 @@ def test_a_stale_history_is_moved_to_end_now_with_its_spacing_kept(demo):
     assert timezone.now() - anchor.newest_event(demo) > timedelta(days=3)
     out = seed_demo()
     after = every_stamp(demo)
-    moved = {later - earlier for earlier, later in zip(before, after) if earlier is not None}
+    moved = {
+        later - earlier for earlier, later in zip(before, after, strict=True) if earlier is not None
+    }
     assert len(moved) == 1  # one delta for every stamp: the story keeps its shape
     [delta] = moved
     assert timedelta(days=3) < delta < timedelta(days=3, minutes=5)
