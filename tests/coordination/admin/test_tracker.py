@@ -51,9 +51,7 @@ def test_an_issue_and_a_message_added_here_are_announced(operator, workspace, pr
     )
     assert posted.status_code == 302, posted.content.decode()[:2000]
     message = m.Message.objects.get()
-    assert [
-        (e.type, e.project_id, e.issue_id, e.data) for e in m.Event.objects.order_by("pk")
-    ] == [
+    assert [(e.type, e.project_id, e.issue_id, e.data) for e in m.Event.objects.order_by("pk")] == [
         ("issue.created", project.pk, issue.pk, {}),
         ("message.posted", project.pk, issue.pk, {"message": message.pk, "scope": message.scope}),
     ]

@@ -88,9 +88,7 @@ def test_patch_changes_the_given_fields_and_activating_clears_the_reason(api, wo
     assert changed.json()["active"] is True and changed.json()["deactivated_reason"] == ""
     assert changed.json()["types"] == ["run.finished"] and "secret" not in changed.json()
     assert Webhook.objects.get().url == URL
-    refused = api.patch(
-        f"{V1}/webhooks/{webhook.pk}/", {"url": "http://10.0.0.1/"}, format="json"
-    )
+    refused = api.patch(f"{V1}/webhooks/{webhook.pk}/", {"url": "http://10.0.0.1/"}, format="json")
     assert_error(refused, 400, "invalid")
     assert Webhook.objects.get().url == URL
     rotated = api.patch(f"{V1}/webhooks/{webhook.pk}/", {"secret": "n" * 16}, format="json")

@@ -54,9 +54,7 @@ def emit(workspace: Workspace, count: int) -> list[int]:
 
 
 def delivered(webhook_ids: list[int]) -> int:
-    return WebhookDelivery.objects.filter(
-        webhook_id__in=webhook_ids, state=State.DELIVERED
-    ).count()
+    return WebhookDelivery.objects.filter(webhook_id__in=webhook_ids, state=State.DELIVERED).count()
 
 
 def test_two_workers_never_send_a_delivery_twice_or_out_of_order(workspace, receiver):
@@ -81,9 +79,7 @@ def test_two_workers_never_send_a_delivery_twice_or_out_of_order(workspace, rece
     workers = [Worker(threads=4, poll=0.02) for _ in range(2)]
     running = [run_in_thread(worker) for worker in workers]
     try:
-        wait_until(
-            lambda: delivered([h.pk for h in hooks]) == WEBHOOKS * EVENTS, "every delivery"
-        )
+        wait_until(lambda: delivered([h.pk for h in hooks]) == WEBHOOKS * EVENTS, "every delivery")
     finally:
         for worker in workers:
             worker.stop.set()
