@@ -71,7 +71,7 @@ def test_the_fleet_keeps_the_demo_alive_over_http(demo, live_server):
             interval=0.15,
             ttl=TTL,
             crash_chance=0.5,
-            session_actions=(6, 60),
+            session_actions=(6, 40),
             seed=3,
         )
     )
