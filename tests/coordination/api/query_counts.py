@@ -4,7 +4,8 @@ every kind as with 10, so a query per row cannot creep in.
 Counted as Django's cursors send them, inside the test's transaction: there an
 atomic block is a SAVEPOINT and its RELEASE (outside a test, a BEGIN and a COMMIT).
 The API key's lookup is the first statement of each request. The rate limits are
-off (on the database cache their counter is one upsert more per request). One
+off (on PostgreSQL's database cache their counter is one upsert more per request;
+SQLite's counters are in a file of their own, outside Django's cursors). One
 number where SQLite and PostgreSQL agree, else one per vendor: PostgreSQL takes
 advisory and row locks that SQLite's single writer does without, and returns the
 heartbeat's session from its UPDATE, which SQLite reads after.
