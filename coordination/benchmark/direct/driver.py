@@ -339,37 +339,33 @@ class DirectDriver(DirectConnection):
 
     def ready_issues(self) -> str:
         """GET /issues/ready/: selectors.ready_issues (ORM), paginated: the count, the
-        first page, the prefetch of those issues' unreleased leases."""
+        first page, the prefetch of those issues' unreleased leases. Filtered with
+        READY and sorted on READY_RANK, the expressions of issue_ready_queue_idx."""
         self.active_key()
-        closed = ", ".join(f"'{status}'" for status in CLOSED_STATUSES)
-        is_ready = (
-            "CASE WHEN (i.status = 'todo' AND NOT (TRIM(i.title) = '')"
-            " AND NOT (TRIM(i.description) = '')) THEN TRUE ELSE FALSE END"
-        )
         where = (
-            f"i.workspace_id = %s AND NOT (i.status IN ({closed}))"
+            "i.workspace_id = %s"
             " AND NOT EXISTS (SELECT 1 AS a FROM issue_leases l"
             " INNER JOIN agent_sessions s ON l.session_id = s.id"
             f" WHERE l.released_at IS NULL AND {self.live} AND l.issue_id = i.id LIMIT 1)"
-            f" AND {is_ready}"
+            " AND i.status = %s AND NOT (TRIM(i.title) = %s)"
+            " AND NOT (TRIM(i.description) = %s)"
         )
+        params = [self.workspace_id, "todo", "", ""]
         (count,) = self.run(
-            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}",
-            [self.workspace_id],
+            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}", params
         ).fetchone()
         if not count:
             return "200"
         page = self.run(
-            f"SELECT {ISSUE}, {is_ready} AS is_ready,"
-            " CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
+            f"SELECT {ISSUE}, CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
             f" {PROJECT}, {WORKTREE}, {AGENT}"
             " FROM coordination_issue i"
             " INNER JOIN coordination_project p ON i.project_id = p.id"
             " LEFT OUTER JOIN coordination_worktree wt ON i.worktree_id = wt.id"
             " LEFT OUTER JOIN coordination_agent a ON i.assignee_id = a.id"
             f" WHERE {where}"
-            f" ORDER BY is_ready DESC, rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
-            [self.workspace_id],
+            f" ORDER BY rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
+            params,
         ).fetchall()
         ids = [row[0] for row in page]
         self.run(  # prefetch_related("leases"): the unreleased ones, with liveness
