@@ -95,7 +95,9 @@ def insert_lease_within_cap(
     """Invariants 1, 2 and 3: insert the lease iff its session is live now and the
     project's live leases are below ``limit``, numbering its fence ``MAX(fence) + 1``;
     the partial unique index turns a second unreleased lease into "no row"
-    (``leases.insert_lease_within_cap``). Returns every column of the new lease."""
+    (``leases.insert_lease_within_cap``). Returns every column of the new lease. The
+    count reads the workspace's unreleased leases off that index (a project's leases
+    are its workspace's, invariant 9)."""
     return (
         f"""
         INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
@@ -106,12 +108,15 @@ def insert_lease_within_cap(
           AND (SELECT count(*) FROM {LEASE} l
                JOIN {ISSUE} i ON i.id = l.issue_id
                JOIN {SESSION} s ON s.id = l.session_id
-               WHERE i.project_id = %s AND l.released_at IS NULL
-                 AND {d.live("s")}) < %s
+               WHERE l.workspace_id = %s AND l.released_at IS NULL
+                 AND i.project_id = %s AND {d.live("s")}) < %s
         ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
         RETURNING {", ".join(COLUMNS[LEASE])}
         """,
-        [workspace_id, issue_id, session_id, agent_id, issue_id, session_id, project_id, limit],
+        [
+            *(workspace_id, issue_id, session_id, agent_id, issue_id, session_id),
+            *(workspace_id, project_id, limit),
+        ],
     )
 
 
