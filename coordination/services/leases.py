@@ -153,11 +153,12 @@ def claim_issue(
 
     A claim that succeeds makes four statements in its transaction: the project's
     lock, the issue's share (with the session), the insert (admission, liveness,
-    fence) and its event; the lease comes back from the insert. Only a claim the
-    insert refused reads on, to say why: the session is not live, it holds the lease
-    already (200), another live session holds it, or the WIP cap. A dead holder's
-    lease is reclaimed ``expired`` in this call and the insert tried again. A WIP
-    refusal is raised only after the transaction commits, so its denial row survives.
+    fence) and its event (on PostgreSQL, with the event writer's lock before it); the
+    lease comes back from the insert. Only a claim the insert refused reads on, to
+    say why: the session is not live, it holds the lease already (200), another live
+    session holds it, or the WIP cap. A dead holder's lease is reclaimed ``expired``
+    in this call and the insert tried again. A WIP refusal is raised only after the
+    transaction commits, so its denial row survives.
     A new lease makes its agent the issue's assignee if it has none (``assign``;
     start_work assigns later in its own transaction, ``coordination.services.locking``
     says why); an assignee read under the share stays until the commit, so an issue
