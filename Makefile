@@ -90,7 +90,7 @@ bench: install
 		case "$$DATABASE_URL" in postgres*) $(BIN)/python -c '$(CREATE_PG_DB)' || exit 1;; esac; \
 		url="$$DATABASE_URL"; \
 	else \
-		rm -f $(BENCH_SQLITE) $(BENCH_SQLITE)-wal $(BENCH_SQLITE)-shm; \
+		rm -f $(BENCH_SQLITE) $(BENCH_SQLITE)-wal $(BENCH_SQLITE)-shm $(BENCH_SQLITE)-throttle*; \
 		url="sqlite:///$(BENCH_SQLITE)"; \
 	fi; \
 	export DATABASE_URL="$$url" SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}"; \

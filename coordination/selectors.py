@@ -20,16 +20,17 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Value,
     When,
     Window,
     prefetch_related_objects,
 )
-from django.db.models.functions import RowNumber, Trim
+from django.db.models.functions import RowNumber
 
 from coordination.errors import InvalidInput, NotFound
 from coordination.liveness import dialect, live_q
 from coordination.models import (
+    READY,
+    READY_RANK,
     Agent,
     AgentSession,
     AgentSessionQuerySet,
@@ -104,27 +105,21 @@ def ready_issues(
     of ready and have no live lease, urgent first (priority 1, 2, 3, 4, then 0 for
     none), oldest first within a priority. With ``include_not_ready``, the other open
     issues without a live lease follow, in the same order (``is_ready`` tells them
-    apart; ``workflow.missing_for_work`` says what each lacks)."""
+    apart; ``workflow.missing_for_work`` says what each lacks).
+
+    The queue alone filters with ``READY`` and sorts on ``READY_RANK``, the expressions
+    of its partial index (``issue_ready_queue_idx``): the database walks the index in
+    the queue's order, skipping leased issues, and stops at the page's end; the count
+    reads the index only. With ``include_not_ready`` the open issues are sorted."""
     live_lease = Exists(IssueLease.objects.live().filter(issue=OuterRef("pk")))
-    ready = Q(status=Issue.Status.TODO) & ~Q(title_trim="") & ~Q(description_trim="")
-    rows = (
-        issues(workspace)
-        .exclude(status__in=Issue.CLOSED_STATUSES)
-        .filter(~live_lease)
-        .alias(title_trim=Trim("title"), description_trim=Trim("description"))
-        .annotate(
-            is_ready=Case(When(ready, then=True), default=False),
-            rank=Case(
-                When(priority=Issue.Priority.NONE, then=Value(5)),
-                default=F("priority"),
-                output_field=IntegerField(),
-            ),
-        )
-    )
+    rows = issues(workspace).filter(~live_lease).annotate(rank=READY_RANK)
     if project is not None:
         rows = rows.filter(project=project)
     if not include_not_ready:
-        rows = rows.filter(is_ready=True)
+        return rows.filter(READY).order_by("rank", "created_at", "id")
+    rows = rows.exclude(status__in=Issue.CLOSED_STATUSES).annotate(
+        is_ready=Case(When(READY, then=True), default=False)
+    )
     return rows.order_by("-is_ready", "rank", "created_at", "id")
 
 

@@ -198,7 +198,9 @@ LOGOUT_REDIRECT_URL = "login"
 
 # A cache every app process sees: the rate-limit counters must hold across them all.
 # Redis when REDIS_URL is set; else tables in the database (made by a post_migrate
-# hook running createcachetable). "throttle" holds only the rate-limit counters.
+# hook running createcachetable). "throttle" holds only the rate-limit counters: on
+# SQLite in a database file of their own beside the database's, so that counting a
+# request never takes the coordination database's one write lock (projektor.counters).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     _redis = {
@@ -219,6 +221,9 @@ else:
             "LOCATION": "projektor_throttle",
         },
     }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # LOCATION empty: "<database file>-throttle", beside whichever database is in use.
+        CACHES["throttle"] = {"BACKEND": "projektor.counters.SQLiteCounterCache", "LOCATION": ""}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -200,14 +200,17 @@ def _fresh_rate_limits(request: pytest.FixtureRequest) -> None:
     """Every test starts with no request counted against any key or address.
 
     On the database cache the counters are rows beside the test's data, kept by a
-    test that commits; a test that does not use the database has none to clear.
+    test that commits; on SQLite they are in a file beside the test database, which
+    is made for the first test that uses it. A test that does not use the database
+    has none to clear.
     """
     from django.core.cache import caches
     from django.core.cache.backends.db import BaseDatabaseCache
 
     from coordination.services import rate_limits
+    from projektor.counters import SQLiteCounterCache
 
-    if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache):
+    if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache | SQLiteCounterCache):
         if not request.node.get_closest_marker("django_db") and (
             "_django_db_helper" not in request.fixturenames
         ):

@@ -1,7 +1,8 @@
 """Rate limits (docs/api.md, "Rate limits"): per API key, and without a key per client address.
 
 The design is a fixed-window counter in the ``throttle`` cache, which every app
-process shares (the database on the embedded default, Redis with ``REDIS_URL``).
+process shares (Redis with ``REDIS_URL``; else the database, and on the embedded
+SQLite a database file of the counters' own).
 Each request adds one to the counter of its identity and current window
 (``throttle:<scope>:<identity>:<window number>``) and is refused once the count
 passes the limit; ``Retry-After`` is the time left in the window.
@@ -39,6 +40,10 @@ the last request of a window:
   of a window deletes the rows of windows that have ended (indexed on
   ``expires``). On PostgreSQL the table is UNLOGGED. The statements live in
   ``coordination.services.rate_limits``.
+- SQLite: the same upsert, in a file of its own beside the database
+  (``projektor.counters``): SQLite has one write lock per file, and in the
+  coordination database's file every request's count queued for the lock that
+  heartbeats and claims wait for.
   While Redis is unreachable, requests pass uncounted (and a warning is logged):
   the limits protect the service, they guarantee nothing to the agents.
 - Any other backend (a local-memory cache, say): ``add`` then ``incr``; shared

@@ -6,9 +6,11 @@ after one unmeasured request of the same kind so that nothing is counted that on
 first request does. What is counted is what Django's cursors execute, BEGIN and
 COMMIT included; the per-request health check of a persistent connection
 (``CONN_HEALTH_CHECKS``) bypasses them and is not. The rate limits are those of the
-bench's main server (counted, never refusing): on the database cache that is one
-upsert per request, and the first request of a window also deletes the ended
-windows' counters, so each kind is counted twice and the smaller count kept.
+bench's main server (counted, never refusing): on PostgreSQL's database cache that
+is one upsert per request (SQLite's counters are in a file of their own, whose
+statements Django's cursors do not see), and the first request of a window also
+deletes the ended windows' counters, so each kind is counted twice and the smaller
+count kept.
 """
 
 from __future__ import annotations

@@ -338,7 +338,8 @@ class Bench:
     def check_mirror(self, scenario: str, ceiling: RunFigures) -> None:
         """Fail the run on a request kind whose direct statements no longer match the
         API's (minus its rate-limit counter): direct.py has to follow the services."""
-        # The counted requests ran with the throttle on: one upsert on the database cache.
+        # The counted requests ran with the throttle on: one upsert on the database cache
+        # (none counted on SQLite, whose counters are in a file of their own).
         throttle = 1 if isinstance(caches[rate_limits.CACHE_ALIAS], BaseDatabaseCache) else 0
         for kind in ceiling.requests:
             counted = self.report.statements.get(STATEMENT_KINDS.get((scenario, kind), ""))

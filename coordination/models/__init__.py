@@ -25,6 +25,8 @@ from coordination.models.tenancy import (
     hash_api_key,
 )
 from coordination.models.tracker import (
+    READY,
+    READY_RANK,
     Agent,
     AgentSession,
     AgentSessionQuerySet,
@@ -36,6 +38,8 @@ from coordination.models.tracker import (
 from coordination.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
+    "READY",
+    "READY_RANK",
     "Agent",
     "AgentSession",
     "AgentSessionQuerySet",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Case, Q, When
+from django.db.models import Case, F, Func, IntegerField, Q, Value, When
+from django.db.models.functions import Trim
+from django.db.models.lookups import Exact
 
 from coordination.liveness import DbNow, live_q
 from coordination.models.tenancy import Workspace
@@ -113,6 +115,26 @@ class AgentSession(models.Model):
         return f"{self.agent.name} · session {self.pk}"
 
 
+# The ready queue (``selectors.ready_issues``), in the terms of its partial index
+# ``issue_ready_queue_idx``: the query filters with READY and sorts on READY_RANK, the
+# very expressions the index is built on, so that the database reads the queue off
+# the index in order instead of sorting every open issue. READY: in ``todo``, meeting
+# the definition of ready (a title and a description that are not blank). READY_RANK:
+# urgent (1) first, then 2, 3, 4, and none (0) last; written with literal numbers, not
+# parameters, because SQLite matches an ORDER BY to an index's expression only when
+# the two are the same text (a bound ``?`` is not the index's ``5``).
+READY = (
+    Q(status="todo")
+    & ~Q(Exact(Trim("title"), Value("")))
+    & ~Q(Exact(Trim("description"), Value("")))
+)
+READY_RANK = Func(
+    F("priority"),
+    template="CASE WHEN %(expressions)s = 0 THEN 5 ELSE %(expressions)s END",
+    output_field=IntegerField(),
+)
+
+
 class Issue(models.Model):
     class Status(models.TextChoices):
         BACKLOG = "backlog"
@@ -157,7 +179,18 @@ class Issue(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["workspace", "project", "status"])]
+        indexes = [
+            models.Index(fields=["workspace", "project", "status"]),
+            # The ready queue in its order, ready issues only (READY above).
+            models.Index(
+                F("workspace"),
+                READY_RANK,
+                F("created_at"),
+                F("id"),
+                condition=READY,
+                name="issue_ready_queue_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.title}"

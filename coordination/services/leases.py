@@ -1,13 +1,20 @@
-"""Issue leases: exclusive ownership of an issue, admitted by the project's WIP cap."""
+"""Issue leases: exclusive ownership of an issue, admitted by the project's WIP cap.
+
+A lease's claim and release are SQL (``coordination.services.sql.leases``), as the
+file claims are: the rows come back as fully loaded instances, shown as
+``selectors.leases`` shows them (``is_live``, the agent), with no read after.
+"""
 
 from dataclasses import dataclass
 from typing import Any
 
 from coordination import selectors
 from coordination.errors import (
+    InvalidInput,
     InvalidTransition,
     LeaseHeld,
     LeaseNotHeld,
+    NotFound,
     SessionNotLive,
     StaleFence,
     WipLimitReached,
@@ -18,6 +25,7 @@ from coordination.models import (
     EventType,
     Issue,
     IssueLease,
+    Project,
     ReleaseReason,
     WipCapDenial,
     Workspace,
@@ -28,9 +36,8 @@ from coordination.services.locking import (
     lock_project,
     share_issue_nowait,
     share_lease_fence,
-    share_lock_issue,
 )
-from coordination.services.rows import dialect, execute, fetchall, fetchone, instance
+from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
 
 @dataclass(frozen=True)
@@ -39,14 +46,48 @@ class Claimed:
     created: bool
 
 
+@dataclass(frozen=True)
+class Claimer:
+    """What a lease claim reads under the issue's share: the issue, with its project,
+    and the claiming session, with its agent."""
+
+    issue: Issue
+    session: AgentSession
+
+
+def share_claimed_issue(
+    *, workspace: Workspace, project: Project, issue_id: int, session_id: int
+) -> Claimer:
+    """The issue ``FOR SHARE`` (after its project: ``locking``) with the claiming
+    session; 400 if the workspace has no such session."""
+    statement = sql.share_claimed_issue(
+        dialect(), workspace_id=workspace.pk, issue_id=issue_id, session_id=session_id
+    )
+    row = fetchone(statement)
+    if row is None:  # its project was found through it a statement ago: deleted since
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    issue, at = take(Issue, row, 0)
+    session, at = take(AgentSession, row, at)
+    if session is None:
+        raise InvalidInput(f"Session {session_id} does not exist.")
+    agent, _ = take(Agent, row, at)
+    assert issue is not None and agent is not None
+    issue.project = project
+    session.agent = agent
+    return Claimer(issue=issue, session=session)
+
+
 def insert_lease_within_cap(
     *, workspace_id: int, issue: Issue, session: AgentSession, limit: int
-) -> tuple[int, int] | None:
-    """Insert the lease iff the project's live leases are below ``limit``.
+) -> IssueLease | None:
+    """Insert the lease iff its session is live and the project's live leases are
+    below ``limit``: the new lease as ``selectors.leases`` shows it, or None.
 
     One statement: the count and the insert cannot be split by another claimer of
     this project (the project lock is held), and the partial unique index turns a
-    second unreleased lease on the issue into "no row" instead of an error.
+    second unreleased lease on the issue into "no row" instead of an error. The
+    session's liveness is judged in it as well, by the statement's clock, so the
+    lease it returns is live by that clock; its agent is the session's.
 
     The fence is ``MAX(fence) + 1`` over every lease row of the issue, released ones
     included (rows are never deleted while their issue exists), computed in this same
@@ -68,18 +109,34 @@ def insert_lease_within_cap(
     row lock that conflicts with the ``FOR SHARE`` the claim, file claims and closes
     order themselves by, and a rebuild of a guarded table on SQLite (0003).
     """
-    row = fetchone(
-        sql.insert_lease_within_cap(
-            dialect(),
-            workspace_id=workspace_id,
-            issue_id=issue.pk,
-            session_id=session.pk,
-            agent_id=session.agent_id,
-            project_id=issue.project_id,
-            limit=limit,
-        )
+    statement = sql.insert_lease_within_cap(
+        dialect(),
+        workspace_id=workspace_id,
+        issue_id=issue.pk,
+        session_id=session.pk,
+        agent_id=session.agent_id,
+        project_id=issue.project_id,
+        limit=limit,
     )
-    return (int(row[0]), int(row[1])) if row else None
+    row = fetchone(statement)
+    if row is None:
+        return None
+    lease = instance(IssueLease, row)
+    lease.is_live = True  # type: ignore[attr-defined]  # the insert judged it so
+    lease.agent = session.agent
+    return lease
+
+
+def unreleased_lease(issue_id: int) -> IssueLease | None:
+    """The issue's unreleased lease, with ``is_live`` and its agent, or None."""
+    row = fetchone(sql.unreleased_lease(dialect(), issue_id=issue_id))
+    if row is None:
+        return None
+    lease, at = take(IssueLease, row, 0)
+    assert lease is not None
+    lease.is_live = bool(row[at])  # type: ignore[attr-defined]
+    lease.agent, _ = take(Agent, row, at + 1)
+    return lease
 
 
 def lease_held(lease: IssueLease) -> LeaseHeld:
@@ -94,55 +151,61 @@ def claim_issue(
 ) -> Claimed:
     """Take the issue's lease for a live session (invariants 2, 3, 4, 8).
 
-    A dead holder's lease is reclaimed ``expired`` in this call. A WIP refusal is
-    raised only after the transaction commits, so its denial row survives. A new
-    lease makes its agent the issue's assignee if it has none (``assign``; start_work
-    assigns later in its own transaction, ``coordination.services.locking`` says why).
+    A claim that succeeds makes four statements in its transaction: the project's
+    lock, the issue's share (with the session), the insert (admission, liveness,
+    fence) and its event (on PostgreSQL, with the event writer's lock before it); the
+    lease comes back from the insert. Only a claim the insert refused reads on, to
+    say why: the session is not live, it holds the lease already (200), another live
+    session holds it, or the WIP cap. A dead holder's lease is reclaimed ``expired``
+    in this call and the insert tried again. A WIP refusal is raised only after the
+    transaction commits, so its denial row survives.
+    A new lease makes its agent the issue's assignee if it has none (``assign``;
+    start_work assigns later in its own transaction, ``coordination.services.locking``
+    says why); an assignee read under the share stays until the commit, so an issue
+    that has one is not written.
     """
-    issue = selectors.get_issue(workspace, issue_id)
-    session = selectors.get_session(workspace, session_id)
     with events.change():
-        limit = lock_project(issue.project_id)
-        status = share_lock_issue(issue.pk)
-        if status in Issue.CLOSED_STATUSES:
-            raise InvalidTransition(f"Issue {issue.pk} is {status}; reopen it to work on it.")
-        if not selectors.is_live(session):
-            raise SessionNotLive(f"Session {session.pk} is not live.")
-        current = (
-            IssueLease.objects.unreleased()
-            .with_live()
-            .select_related("agent")
-            .filter(issue=issue)
-            .first()
+        project = lock_project(workspace_id=workspace.pk, issue_id=issue_id)
+        claimer = share_claimed_issue(
+            workspace=workspace, project=project, issue_id=issue_id, session_id=session_id
         )
-        if current is not None:
-            if current.session_id == session.pk:
-                return Claimed(lease=current, created=False)
-            if current.is_live:  # type: ignore[attr-defined]
-                raise lease_held(current)
-            # A dead holder's lease is reclaimed. If that finds nothing to release, its
-            # holder either came back (the insert below meets its unreleased lease:
-            # lease_held) or released it itself (e.g. with its fence) since we looked:
-            # then the issue is free, and this claim takes it with the next fence.
-            if release_if_holder_dead(current):
-                events.lease_released(
-                    current,
-                    reason=ReleaseReason.EXPIRED,
-                    project_id=issue.project_id,
-                    by=events.holder(session.pk, session.agent.name),
-                )
-        inserted = insert_lease_within_cap(
+        issue, session, limit = claimer.issue, claimer.session, project.agent_wip_limit
+        if issue.status in Issue.CLOSED_STATUSES:
+            raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
+        lease = insert_lease_within_cap(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )
-        if inserted is None:
-            raced = IssueLease.objects.unreleased().select_related("agent").filter(issue=issue)
-            if (winner := raced.first()) is not None:  # the unique index said no, not the cap
+        if lease is None:
+            if not selectors.is_live(session):
+                raise SessionNotLive(f"Session {session.pk} is not live.")
+            current = unreleased_lease(issue.pk)
+            if current is not None:
+                if current.session_id == session.pk:
+                    return Claimed(lease=current, created=False)
+                if current.is_live:  # type: ignore[attr-defined]
+                    raise lease_held(current)
+                # A dead holder's lease is reclaimed. If that finds nothing to release,
+                # its holder either came back (the insert below meets its unreleased
+                # lease: lease_held) or released it itself (e.g. with its fence) since
+                # we looked: then the issue is free, and this claim takes it with the
+                # next fence.
+                if release_if_holder_dead(current):
+                    events.lease_released(
+                        current,
+                        reason=ReleaseReason.EXPIRED,
+                        project_id=issue.project_id,
+                        by=events.holder(session.pk, session.agent.name),
+                    )
+                lease = insert_lease_within_cap(
+                    workspace_id=workspace.pk, issue=issue, session=session, limit=limit
+                )
+        if lease is None:
+            if (winner := unreleased_lease(issue.pk)) is not None:  # the index said no
                 raise lease_held(winner)
             record_denial(
                 workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
             )
         else:
-            lease_id, fence = inserted
             events.record(
                 workspace.pk,
                 EventType.LEASE_GRANTED,
@@ -150,16 +213,16 @@ def claim_issue(
                 issue_id=issue.pk,
                 session_id=session.pk,
                 agent_id=session.agent_id,
-                data={"lease": lease_id, "fence": fence},
+                data={"lease": lease.pk, "fence": lease.fence},
             )
-            if assign:
+            if assign and issue.assignee_id is None:
                 # Last: it turns the issue's share into a row lock, held only to the commit.
                 assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
-    if inserted is None:
+    if lease is None:
         raise WipLimitReached(
-            f"Project {issue.project.key} already has {limit} live leases.", limit=limit
+            f"Project {project.key} already has {limit} live leases.", limit=limit
         )
-    return Claimed(lease=selectors.leases(workspace).get(pk=lease_id), created=True)
+    return Claimed(lease=lease, created=True)
 
 
 def assign_if_unassigned(*, issue_id: int, agent_id: int) -> bool:
@@ -197,37 +260,39 @@ def record_denial(
 def release_issue(
     *, workspace: Workspace, issue_id: int, session_id: int, fence: int | None = None
 ) -> IssueLease:
-    """Explicit release by the holding session.
+    """Explicit release by the holding session: one compare-and-set statement and its
+    event, the lease coming back from the UPDATE. The issue and session are looked up
+    only when nothing was released, to tell which refusal it is.
 
-    With ``fence``, only the unreleased lease of that fence is released, in one
-    compare-and-set statement: a lease reclaimed meanwhile (released ``expired`` by
-    another claimer) no longer matches, so a holder that lost it while paused gets
-    ``stale_fence`` and changes nothing. On PostgreSQL the UPDATE and a reclaim's
-    UPDATE of the same row queue on its row lock, and the second re-checks
-    ``released_at IS NULL`` on the row the first committed: exactly one wins.
+    With ``fence``, only the unreleased lease of that fence is released: a lease
+    reclaimed meanwhile (released ``expired`` by another claimer) no longer matches,
+    so a holder that lost it while paused gets ``stale_fence`` and changes nothing. On
+    PostgreSQL the UPDATE and a reclaim's UPDATE of the same row queue on its row
+    lock, and the second re-checks ``released_at IS NULL`` on the row the first
+    committed: exactly one wins.
     """
-    issue = selectors.get_issue(workspace, issue_id)
-    session = selectors.get_session(workspace, session_id)
     with events.change():
         released = release_leases(
             reason=ReleaseReason.RELEASED,
-            project_id=issue.project_id,
-            issue_id=issue.pk,
-            session_id=session.pk,
+            workspace_id=workspace.pk,
+            issue_id=issue_id,
+            session_id=session_id,
             fence=fence,
         )
         if not released:
+            issue = selectors.get_issue(workspace, issue_id)
+            session = selectors.get_session(workspace, session_id)
             if fence is not None and lease_fence(issue.pk) != fence:
                 raise stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
-    return selectors.leases(workspace).get(pk=released[0].pk)
+    return released[0]
 
 
 def release_leases(
     *,
     reason: str,
-    project_id: int | None = None,
     by: dict[str, Any] | None = None,
+    workspace_id: int | None = None,
     lease_id: int | None = None,
     issue_id: int | None = None,
     session_id: int | None = None,
@@ -235,27 +300,25 @@ def release_leases(
 ) -> list[IssueLease]:
     """Release the unreleased leases matching every filter given with ``reason``, in
     one compare-and-set statement, and announce each (``lease.released``, ``by``: who
-    took it). Call it inside ``events.change()``."""
+    took it). Returns them as ``selectors.leases`` shows them (released: not live),
+    with their agents. Call it inside ``events.change()``."""
     statement = sql.release_leases(
         dialect(),
         reason=reason,
+        workspace_id=workspace_id,
         lease_id=lease_id,
         issue_id=issue_id,
         session_id=session_id,
         fence=fence,
     )
-    released = [instance(IssueLease, row) for row in fetchall(statement)]
-    projects: dict[int, int] = {}
-    if released and project_id is None:
-        projects = dict(
-            Issue.objects.filter(pk__in={lease.issue_id for lease in released}).values_list(
-                "id", "project_id"
-            )
-        )
-    for lease in released:
-        events.lease_released(
-            lease, reason=reason, project_id=project_id or projects.get(lease.issue_id), by=by
-        )
+    released = []
+    for row in fetchall(statement):
+        lease, at = take(IssueLease, row, 0)
+        assert lease is not None
+        lease.is_live = False  # type: ignore[attr-defined]
+        lease.agent, _ = take(Agent, row, at + 1)
+        events.lease_released(lease, reason=reason, project_id=row[at], by=by)
+        released.append(lease)
     return released
 
 
@@ -296,4 +359,4 @@ def release_session_leases(*, session: AgentSession, reason: str) -> int:
 
 
 def release_issue_leases(*, issue: Issue, reason: str) -> int:
-    return len(release_leases(reason=reason, project_id=issue.project_id, issue_id=issue.pk))
+    return len(release_leases(reason=reason, issue_id=issue.pk))

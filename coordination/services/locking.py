@@ -14,9 +14,12 @@ Per operation (→ = "then, holding what came before"):
 ============================  =====================================================
 operation                     locks, in order
 ============================  =====================================================
-lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3)
-(``leases.claim_issue``)      → issue ``FOR SHARE`` (ordered against a close)
-                              → a dead holder's lease row (its reclaim UPDATE)
+lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3;
+(``leases.claim_issue``)      found from the issue in the same statement)
+                              → issue ``FOR SHARE`` (ordered against a close)
+                              → the insert; if the unreleased lease of a dead holder
+                              is in its way: that lease row (its reclaim UPDATE),
+                              then the insert again
                               → issue row, if it has no assignee (the assignee UPDATE)
 file claim                    [with a fence: lease row ``FOR SHARE`` → issue
 (``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory locks, by key:
@@ -77,9 +80,10 @@ import hashlib
 from django.db import OperationalError, connection, transaction
 
 from coordination.errors import NotFound
+from coordination.models import Project
 from coordination.paths import lock_nodes as paths_lock_nodes
 from coordination.services import sql
-from coordination.services.rows import dialect, fetchall, fetchone
+from coordination.services.rows import dialect, fetchall, fetchone, instance
 
 # The first half of every two-part advisory key: one namespace per kind of lock, so
 # they never meet each other or another application's advisory locks (netbox's
@@ -105,13 +109,15 @@ def path_lock_key(workspace_id: int, path: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def lock_project(project_id: int) -> int:
+def lock_project(*, workspace_id: int, issue_id: int) -> Project:
     """Serialise admission per project until commit (invariant 3): under READ
     COMMITTED two claimers would each count ``cap - 1`` live leases and both insert.
-    Returns the WIP limit, read under the lock."""
-    row = fetchone(sql.project_wip_limit(dialect(), project_id=project_id))
-    assert row is not None  # the issue pointing at it was just read
-    return int(row[0])
+    The project of the workspace's issue, locked, its WIP limit read under the lock;
+    404 if there is no such issue."""
+    row = fetchone(sql.lock_issue_project(dialect(), workspace_id=workspace_id, issue_id=issue_id))
+    if row is None:
+        raise NotFound(f"Issue {issue_id} does not exist.")
+    return instance(Project, row)
 
 
 def share_lock_issue(issue_id: int) -> str:

@@ -58,7 +58,6 @@ def force_release_leases(*, leases: QuerySet[IssueLease], operator: str) -> Outc
             # Compare-and-set: a lease released meanwhile keeps its first reason.
             if not release_leases(
                 reason=ReleaseReason.OVERRIDDEN,
-                project_id=lease.issue.project_id,
                 lease_id=lease.pk,
                 by=by_operator(operator),
             ):

@@ -184,7 +184,6 @@ def finish_work(
         # Compare-and-set: a lease reclaimed meanwhile undoes the whole finish.
         released = leases.release_leases(
             reason=ReleaseReason.RELEASED,
-            project_id=issue.project_id,
             issue_id=issue.pk,
             session_id=session.pk,
             fence=fence,

@@ -286,7 +286,6 @@ def record_unresolved(
     with events.change():
         leases.release_leases(
             reason=ReleaseReason.WORKTREE_UNRESOLVED,
-            project_id=issue.project_id,
             issue_id=issue.pk,
             session_id=session.pk,
         )

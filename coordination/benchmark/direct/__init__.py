@@ -11,13 +11,13 @@ process, in autocommit between transactions as Django runs. Per operation:
 - heartbeat (``agents.heartbeat_session``): the UPDATE of ``agent_sessions`` with the
   database clock, returning the session as the API shows it (PostgreSQL), or followed
   by that read (SQLite);
-- lease claim (``leases.claim_issue``): the issue and session lookups; then in one
-  transaction the project's row lock (PostgreSQL ``FOR NO KEY UPDATE``; SQLite
-  ``BEGIN IMMEDIATE``), the issue's status ``FOR SHARE``, the session's liveness, the
-  current unreleased lease, the INSERT that counts live leases against the WIP cap
-  and numbers the fence; after the commit, the lease as shown;
-- lease release (``leases.release_issue`` without a fence): the lookups, the holder's
-  unreleased lease, the compare-and-set UPDATE, the lease as shown;
+- lease claim (``leases.claim_issue``): in one transaction the project's row lock,
+  found from the issue (PostgreSQL ``FOR NO KEY UPDATE``; SQLite ``BEGIN
+  IMMEDIATE``), the issue ``FOR SHARE`` with the session, the INSERT that judges the
+  session's liveness, counts live leases against the WIP cap, numbers the fence and
+  returns the lease, the assignee UPDATE if the issue has none, and the event;
+- lease release (``leases.release_issue`` without a fence): in one transaction the
+  compare-and-set UPDATE returning the lease, its project and agent, and the event;
 - files claim (``file_claims.claim_files``/``_attempt``): the issue lookup; in one
   transaction the session with its liveness, (PostgreSQL) the advisory locks per path
   in key order and the ``FOR SHARE`` of the claiming and holding issues with the

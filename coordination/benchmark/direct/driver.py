@@ -21,6 +21,14 @@ ISSUE = sql.columns(sql.ISSUE, "i")
 PROJECT = sql.columns(sql.PROJECT, "p")
 LEASE = sql.columns(sql.LEASE, "l")
 
+# Where the services' statements put what the bench reads of their rows.
+WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
+STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
+ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
+SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
+FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
+RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project
+
 
 class DirectDriver(DirectConnection):
     """The bench operations as SQL on one connection of this process."""
@@ -30,35 +38,6 @@ class DirectDriver(DirectConnection):
         row = self.send(sql.active_key(self.dialect, self.target.key_hash)).fetchone()
         if row is None:
             raise Refused("401")
-
-    def get_issue(self) -> int:
-        """selectors.get_issue: the issue with its project (ORM); returns the project."""
-        row = self.run(
-            f"SELECT {ISSUE}, {PROJECT} FROM coordination_issue i"
-            " INNER JOIN coordination_project p ON i.project_id = p.id"
-            " WHERE i.id = %s AND i.workspace_id = %s ORDER BY i.id ASC LIMIT 1",
-            [self.plan.issue_id, self.workspace_id],
-        ).fetchone()
-        if row is None:
-            raise Refused("404")
-        return int(row[2])
-
-    def get_session(self) -> None:
-        """selectors.get_session: the session with its agent (ORM)."""
-        row = self.run(
-            f"SELECT {SESSION}, {AGENT} FROM agent_sessions s"
-            " INNER JOIN coordination_agent a ON s.agent_id = a.id"
-            " WHERE s.id = %s AND s.workspace_id = %s ORDER BY s.id ASC LIMIT 1",
-            [self.session_id, self.workspace_id],
-        ).fetchone()
-        if row is None:
-            raise Refused("400")
-
-    def is_live(self) -> None:
-        """selectors.is_live, asked inside the claim transactions."""
-        row = self.send(sql.session_is_live(self.dialect, session_id=self.session_id)).fetchone()
-        if row is None:
-            raise Refused("409 session_not_live")
 
     # --- heartbeat ---------------------------------------------------------------------
 
@@ -86,71 +65,61 @@ class DirectDriver(DirectConnection):
 
     # --- leases --------------------------------------------------------------------------
 
-    def lease_as_shown(self, lease_id: int) -> None:
-        """selectors.leases(workspace).get(pk=...): with liveness and agent (ORM)."""
-        self.run(
-            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
-            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
-            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
-            " WHERE l.workspace_id = %s AND l.id = %s LIMIT 21",
-            [self.workspace_id, lease_id],
-        ).fetchall()
-
     def claim_issue(self) -> str:
         return self.answer(self.claim_lease)
 
     def claim_lease(self) -> str:
-        """leases.claim_issue."""
+        """leases.claim_issue: everything in its transaction."""
         self.active_key()
-        project_id = self.get_issue()
-        self.get_session()
         with self.transaction():
-            lease_id = self.admit_lease(project_id)
-        self.lease_as_shown(lease_id)
+            self.admit_lease()
         return "201"
 
-    def admit_lease(self, project_id: int) -> int:
-        """The transaction of leases.claim_issue; returns the new lease's id."""
-        (limit,) = self.send(  # locking.lock_project
-            sql.project_wip_limit(self.dialect, project_id=project_id)
+    def admit_lease(self) -> None:
+        """The transaction of leases.claim_issue, as it goes when the insert admits."""
+        issue_id = self.plan.issue_id
+        project = self.send(  # locking.lock_project
+            sql.lock_issue_project(self.dialect, workspace_id=self.workspace_id, issue_id=issue_id)
         ).fetchone()
-        (status,) = self.send(  # locking.share_lock_issue
-            sql.issue_status(self.dialect, issue_id=self.plan.issue_id, share=True)
+        if project is None:
+            raise Refused("404")
+        project_id, limit = int(project[0]), int(project[WIP_LIMIT_AT])
+        claimer = self.send(  # leases.share_claimed_issue
+            sql.share_claimed_issue(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
+            )
         ).fetchone()
-        if status in CLOSED_STATUSES:
+        if claimer[SESSION_AT] is None:
+            raise Refused("400")
+        if claimer[STATUS_AT] in CLOSED_STATUSES:
             raise Refused("409 invalid_transition")
-        self.is_live()
-        current = self.run(  # the unreleased lease, with liveness and agent (ORM)
-            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
-            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
-            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
-            " WHERE l.released_at IS NULL AND l.issue_id = %s ORDER BY l.id ASC LIMIT 1",
-            [self.plan.issue_id],
-        ).fetchone()
-        if current is not None:
-            raise Refused("409 lease_held")  # the bench's agents never share an issue
-        row = self.send(  # leases.insert_lease_within_cap
+        lease = self.send(  # leases.insert_lease_within_cap
             sql.insert_lease_within_cap(
                 self.dialect,
                 workspace_id=self.workspace_id,
-                issue_id=self.plan.issue_id,
+                issue_id=issue_id,
                 session_id=self.session_id,
                 agent_id=self.plan.agent_id,
                 project_id=project_id,
                 limit=limit,
             )
         ).fetchone()
-        if row is None:
-            raise Refused("409 wip_limit_reached")
-        self.send(  # leases.assign_if_unassigned
-            sql.assign_unassigned_issue(
-                self.dialect, issue_id=self.plan.issue_id, agent_id=self.plan.agent_id
+        if lease is None:
+            raise Refused("409 lease_held")  # the bench's agents never share an issue
+        if claimer[ASSIGNEE_AT] is None:  # leases.assign_if_unassigned
+            self.send(
+                sql.assign_unassigned_issue(
+                    self.dialect, issue_id=issue_id, agent_id=self.plan.agent_id
+                )
             )
-        )
         self.write_event(
-            "lease.granted", project_id=project_id, data={"lease": row[0], "fence": row[1]}
+            "lease.granted",
+            project_id=project_id,
+            data={"lease": lease[0], "fence": lease[FENCE_AT]},
         )
-        return int(row[0])
 
     def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
         """events.write: the transaction's events, its last statements (the writer lock
@@ -185,26 +154,25 @@ class DirectDriver(DirectConnection):
     def release_lease(self) -> str:
         """leases.release_issue, without a fence: one compare-and-set and its event."""
         self.active_key()
-        project_id = self.get_issue()
-        self.get_session()
         with self.transaction():
             released = self.send(  # leases.release_leases
                 sql.release_leases(
                     self.dialect,
                     reason="released",
+                    workspace_id=self.workspace_id,
                     issue_id=self.plan.issue_id,
                     session_id=self.session_id,
                 )
             ).fetchall()
             if not released:
                 raise Refused("409 lease_not_held")
-            lease_id, fence = released[0][0], released[0][-1]
+            row = released[0]
+            lease_id, fence, project_id = row[0], row[FENCE_AT], row[RELEASED_PROJECT_AT]
             self.write_event(
                 "lease.released",
                 project_id=project_id,
                 data={"lease": lease_id, "fence": fence, "reason": "released"},
             )
-        self.lease_as_shown(int(lease_id))
         return "200"
 
     # --- file claims ---------------------------------------------------------------------
@@ -385,37 +353,33 @@ class DirectDriver(DirectConnection):
 
     def ready_issues(self) -> str:
         """GET /issues/ready/: selectors.ready_issues (ORM), paginated: the count, the
-        first page, the prefetch of those issues' unreleased leases."""
+        first page, the prefetch of those issues' unreleased leases. Filtered with
+        READY and sorted on READY_RANK, the expressions of issue_ready_queue_idx."""
         self.active_key()
-        closed = ", ".join(f"'{status}'" for status in CLOSED_STATUSES)
-        is_ready = (
-            "CASE WHEN (i.status = 'todo' AND NOT (TRIM(i.title) = '')"
-            " AND NOT (TRIM(i.description) = '')) THEN TRUE ELSE FALSE END"
-        )
         where = (
-            f"i.workspace_id = %s AND NOT (i.status IN ({closed}))"
+            "i.workspace_id = %s"
             " AND NOT EXISTS (SELECT 1 AS a FROM issue_leases l"
             " INNER JOIN agent_sessions s ON l.session_id = s.id"
             f" WHERE l.released_at IS NULL AND {self.live} AND l.issue_id = i.id LIMIT 1)"
-            f" AND {is_ready}"
+            " AND i.status = %s AND NOT (TRIM(i.title) = %s)"
+            " AND NOT (TRIM(i.description) = %s)"
         )
+        params = [self.workspace_id, "todo", "", ""]
         (count,) = self.run(
-            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}",
-            [self.workspace_id],
+            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}", params
         ).fetchone()
         if not count:
             return "200"
         page = self.run(
-            f"SELECT {ISSUE}, {is_ready} AS is_ready,"
-            " CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
+            f"SELECT {ISSUE}, CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
             f" {PROJECT}, {WORKTREE}, {AGENT}"
             " FROM coordination_issue i"
             " INNER JOIN coordination_project p ON i.project_id = p.id"
             " LEFT OUTER JOIN coordination_worktree wt ON i.worktree_id = wt.id"
             " LEFT OUTER JOIN coordination_agent a ON i.assignee_id = a.id"
             f" WHERE {where}"
-            f" ORDER BY is_ready DESC, rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
-            [self.workspace_id],
+            f" ORDER BY rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
+            params,
         ).fetchall()
         ids = [row[0] for row in page]
         self.run(  # prefetch_related("leases"): the unreleased ones, with liveness

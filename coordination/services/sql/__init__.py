@@ -40,6 +40,7 @@ from coordination.services.sql.base import (
     Statement,
     columns,
     placeholders,
+    related_columns,
 )
 from coordination.services.sql.events import (
     CHANNEL,
@@ -72,10 +73,12 @@ from coordination.services.sql.leases import (
     insert_lease_within_cap,
     issue_status,
     lease_fence,
-    project_wip_limit,
+    lock_issue_project,
     release_if_holder_dead,
     release_leases,
+    share_claimed_issue,
     share_issue_nowait,
+    unreleased_lease,
     workspace_issue,
 )
 from coordination.services.sql.sessions import (
@@ -149,17 +152,20 @@ __all__ = [
     "path_locks",
     "open_log_door",
     "placeholders",
-    "project_wip_limit",
+    "lock_issue_project",
     "release_claims",
     "release_dead_claims",
     "release_if_holder_dead",
+    "related_columns",
     "release_leases",
     "run_agent",
     "session_agent",
     "session_is_live",
     "share_claim_issues",
+    "share_claimed_issue",
     "share_issue_nowait",
     "shown_session",
     "shown_session_columns",
+    "unreleased_lease",
     "workspace_issue",
 ]

@@ -65,6 +65,15 @@ def columns(table: str, alias: str) -> str:
     return ", ".join(f"{alias}.{column}" for column in COLUMNS[table])
 
 
+def related_columns(table: str, key: str) -> str:
+    """Every column of the ``table`` row whose id is ``key``, one primary-key subquery
+    each (all NULL when ``key`` is): another table's row in a ``RETURNING`` list,
+    which on SQLite may name no table but the one it changes."""
+    return ", ".join(
+        f"(SELECT r.{column} FROM {table} r WHERE r.id = {key})" for column in COLUMNS[table]
+    )
+
+
 def placeholders(values: Sequence[Any]) -> str:
     """``%s, %s, %s`` for an ``IN (...)`` list of ``values``."""
     return ", ".join(["%s"] * len(values))

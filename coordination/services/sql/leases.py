@@ -1,6 +1,8 @@
 """Issues and leases: admission under the WIP cap, fences, reclaiming dead holders."""
 
 from coordination.services.sql.base import (
+    AGENT,
+    COLUMNS,
     ISSUE,
     LEASE,
     PROJECT,
@@ -8,6 +10,7 @@ from coordination.services.sql.base import (
     Dialect,
     Statement,
     columns,
+    related_columns,
 )
 
 
@@ -18,12 +21,53 @@ def workspace_issue(*, workspace_id: int, issue_id: int) -> Statement:
     )
 
 
-def project_wip_limit(d: Dialect, *, project_id: int) -> Statement:
-    """The WIP limit under the project's row lock (invariant 3). NO KEY UPDATE
-    conflicts with itself (claimers queue) but not with the foreign-key checks of
-    rows that merely point at the project."""
+def lock_issue_project(d: Dialect, *, workspace_id: int, issue_id: int) -> Statement:
+    """A lease claim's first lock (invariant 3): the row of the issue's project,
+    ``FOR NO KEY UPDATE``, found from the workspace's issue in the same statement (only
+    the project row is locked; the issue's comes next, as a share). NO KEY UPDATE
+    conflicts with itself (claimers of a project queue) but not with the foreign-key
+    checks of rows that merely point at the project. Every column of the project, its
+    WIP limit read under the lock; no row: no such issue in the workspace."""
     lock = d.lock("FOR NO KEY UPDATE")
-    return f"SELECT agent_wip_limit FROM {PROJECT} WHERE id = %s{lock}", [project_id]
+    return (
+        f"SELECT {columns(PROJECT, 'p')} FROM {PROJECT} p"
+        f" WHERE p.id = (SELECT i.project_id FROM {ISSUE} i"
+        f" WHERE i.id = %s AND i.workspace_id = %s){lock}",
+        [issue_id, workspace_id],
+    )
+
+
+def share_claimed_issue(
+    d: Dialect, *, workspace_id: int, issue_id: int, session_id: int
+) -> Statement:
+    """A lease claim's second lock: the issue ``FOR SHARE`` (PostgreSQL), ordered
+    against a close (which locks the issue before it releases what the issue holds)
+    and against any change of its assignee; with the claiming session of the
+    workspace and its agent (NULLs: no such session). Every column of the three.
+
+    Only the issue row is locked, and after a wait for it the issue's columns are
+    re-read; the session's and the agent's are then those the statement began with,
+    used only for what does not change (whether the session exists, its agent, the
+    agent's name). Its liveness is judged later, by the insert."""
+    lock = d.lock("FOR SHARE OF i")
+    return (
+        f"SELECT {columns(ISSUE, 'i')}, {columns(SESSION, 's')}, {columns(AGENT, 'a')}"
+        f" FROM {ISSUE} i LEFT JOIN {SESSION} s ON s.id = %s AND s.workspace_id = %s"
+        f" LEFT JOIN {AGENT} a ON a.id = s.agent_id WHERE i.id = %s{lock}",
+        [session_id, workspace_id, issue_id],
+    )
+
+
+def unreleased_lease(d: Dialect, *, issue_id: int) -> Statement:
+    """The issue's unreleased lease (one at most, invariant 2), whether its holder is
+    live (invariant 1) and its agent: what ``selectors.leases`` shows of it."""
+    return (
+        f"SELECT {columns(LEASE, 'l')}, {d.live('s')}, {columns(AGENT, 'a')}"
+        f" FROM {LEASE} l LEFT JOIN {SESSION} s ON s.id = l.session_id"
+        f" LEFT JOIN {AGENT} a ON a.id = l.agent_id"
+        " WHERE l.issue_id = %s AND l.released_at IS NULL",
+        [issue_id],
+    )
 
 
 def issue_status(d: Dialect, *, issue_id: int, share: bool) -> Statement:
@@ -48,24 +92,31 @@ def insert_lease_within_cap(
     project_id: int,
     limit: int,
 ) -> Statement:
-    """Invariants 2 and 3: insert the lease iff the project's live leases are below
-    ``limit``, numbering its fence ``MAX(fence) + 1``; the partial unique index turns
-    a second unreleased lease into "no row" (``leases.insert_lease_within_cap``)."""
+    """Invariants 1, 2 and 3: insert the lease iff its session is live now and the
+    project's live leases are below ``limit``, numbering its fence ``MAX(fence) + 1``;
+    the partial unique index turns a second unreleased lease into "no row"
+    (``leases.insert_lease_within_cap``). Returns every column of the new lease. The
+    count reads the workspace's unreleased leases off that index (a project's leases
+    are its workspace's, invariant 9)."""
     return (
         f"""
         INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
                              acquired_at, release_reason, fence)
         SELECT %s, %s, %s, %s, {d.now()}, '',
                (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s)
-        WHERE (SELECT count(*) FROM {LEASE} l
+        WHERE EXISTS (SELECT 1 FROM {SESSION} c WHERE c.id = %s AND {d.live("c")})
+          AND (SELECT count(*) FROM {LEASE} l
                JOIN {ISSUE} i ON i.id = l.issue_id
                JOIN {SESSION} s ON s.id = l.session_id
-               WHERE i.project_id = %s AND l.released_at IS NULL
-                 AND {d.live("s")}) < %s
+               WHERE l.workspace_id = %s AND l.released_at IS NULL
+                 AND i.project_id = %s AND {d.live("s")}) < %s
         ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
-        RETURNING id, fence
+        RETURNING {", ".join(COLUMNS[LEASE])}
         """,
-        [workspace_id, issue_id, session_id, agent_id, issue_id, project_id, limit],
+        [
+            *(workspace_id, issue_id, session_id, agent_id, issue_id, session_id),
+            *(workspace_id, project_id, limit),
+        ],
     )
 
 
@@ -113,16 +164,20 @@ def release_leases(
     d: Dialect,
     *,
     reason: str,
+    workspace_id: int | None = None,
     lease_id: int | None = None,
     issue_id: int | None = None,
     session_id: int | None = None,
     fence: int | None = None,
 ) -> Statement:
-    """Compare-and-set release of the unreleased leases matching every given filter,
-    returning them (invariant 7: a lease released meanwhile keeps its first reason)."""
+    """Compare-and-set release of the unreleased leases matching every given filter
+    (invariant 7: a lease released meanwhile keeps its first reason), returning each
+    one's columns, its issue's project and its agent's columns (``related_columns``:
+    SQLite's RETURNING names no other table, so each is a subquery by primary key)."""
     conditions = ["released_at IS NULL"]
     params: list[object] = [reason]
     for column, value in (
+        ("workspace_id", workspace_id),
         ("id", lease_id),
         ("issue_id", issue_id),
         ("session_id", session_id),
@@ -133,6 +188,8 @@ def release_leases(
             params.append(value)
     return (
         f"UPDATE {LEASE} SET released_at = {d.now()}, release_reason = %s"
-        f" WHERE {' AND '.join(conditions)} RETURNING {columns(LEASE, LEASE)}",
+        f" WHERE {' AND '.join(conditions)} RETURNING {columns(LEASE, LEASE)},"
+        f" (SELECT project_id FROM {ISSUE} WHERE id = {LEASE}.issue_id),"
+        f" {related_columns(AGENT, f'{LEASE}.agent_id')}",
         params,
     )

@@ -4,7 +4,8 @@ Every list (and detail) endpoint is asked with 2 and with 10 rows of every kind:
 the count must equal the table's both times, so a query per row shows. Every state
 change is asked on the same two worlds, and those that take paths with 2 and 10
 paths. The rate limits are off (their counter is one statement more per request
-on the database cache, none on Redis; the bench counts it).
+on PostgreSQL's database cache, none on Redis or in SQLite's counters' own file; the
+bench counts it).
 """
 
 from dataclasses import dataclass
