@@ -94,12 +94,12 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # the fleet rows above, which create the agent and bind it.)
     "POST /sessions/ (agent key)": {"sqlite": 7, "postgresql": 8},
     "POST /sessions/{id}/heartbeat/ (agent key)": {"sqlite": 3, "postgresql": 2},
-    "POST /issues/{id}/claim/ (agent key)": {"sqlite": 14, "postgresql": 15},
+    "POST /issues/{id}/claim/ (agent key)": {"sqlite": 8, "postgresql": 9},
     "POST /file-claims/ (agent key)": {"sqlite": 10, "postgresql": 12},
     "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 28},
     "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 7},
     "POST /messages/ (agent key)": {"sqlite": 8, "postgresql": 9},  # no session to read
-    "POST /work/start/ (agent key)": {"sqlite": 38, "postgresql": 40},
+    "POST /work/start/ (agent key)": {"sqlite": 33, "postgresql": 35},
     # Keys: the key; then the list's count and page (with agents); or the mint (the
     # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
     # compare-and-set, the re-read).
