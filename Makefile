@@ -31,13 +31,18 @@ prometheus:
 		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }; \
 	fi
 
-# The webhook worker runs beside the server and stops when it does (Ctrl-C included).
+# The webhook worker and the demo fleet (agents working the demo over HTTP; it waits
+# for the server's /healthz) run beside the server and stop when it does (Ctrl-C
+# included). The server's one line per request is off: the fleet sends a few a second.
+# FLEET_ARGS: e.g. "--agents 8 --interval 1", or "-v2" for a line per action.
+FLEET_ARGS ?=
 run: install
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
 	DEBUG=true $(BIN)/python manage.py seed_demo
 	DEBUG=true $(BIN)/python manage.py deliver_webhooks & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
+	DEBUG=true $(BIN)/python manage.py demo_fleet $(FLEET_ARGS) & fleet=$$!; \
+	trap 'kill $$worker $$fleet 2>/dev/null; wait $$worker $$fleet' EXIT INT TERM; \
+	DEBUG=true PROJEKTOR_LOG_REQUESTS=false $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 # Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
 # set (README, "Operations"). Every step, in this order: static files, migrations,

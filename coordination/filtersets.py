@@ -14,6 +14,7 @@ from coordination.liveness import live_q
 from coordination.models import (
     MAX_ID,
     AgentSession,
+    ApiKey,
     ClaimConflict,
     FileClaim,
     Issue,
@@ -121,6 +122,17 @@ class WipCapDenialFilter(filters.FilterSet):
 
     class Meta:
         model = WipCapDenial
+        fields: list[str] = []
+
+
+class KeyFilter(filters.FilterSet):
+    kind = filters.ChoiceFilter(choices=ApiKey.Kind.choices)
+    agent = filters.CharFilter(field_name="agent__name")
+    # revoked=true: revoked keys; false: unrevoked ones (expired or not).
+    revoked = BooleanFilter(field_name="revoked_at", lookup_expr="isnull", exclude=True)
+
+    class Meta:
+        model = ApiKey
         fields: list[str] = []
 
 

@@ -33,6 +33,7 @@ from coordination.models import (
     Agent,
     AgentSession,
     AgentSessionQuerySet,
+    ApiKey,
     ClaimConflict,
     Event,
     FileClaim,
@@ -237,6 +238,15 @@ def messages(workspace: Workspace) -> QuerySet[Message]:
         Message.objects.filter(workspace=workspace)
         .select_related("agent")
         .order_by("-created_at", "-id")
+    )
+
+
+def api_keys(workspace: Workspace) -> QuerySet[ApiKey]:
+    """The workspace's keys, newest first, with what the list shows of each."""
+    return (
+        ApiKey.objects.filter(workspace=workspace)
+        .select_related("workspace", "agent")
+        .order_by("-id")
     )
 
 

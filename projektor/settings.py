@@ -225,7 +225,11 @@ REST_FRAMEWORK = {
         "coordination.api.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["coordination.api.auth.WorkspaceMember"],
+    # The workspace first, then who may do what (invariant 13): every API view.
+    "DEFAULT_PERMISSION_CLASSES": [
+        "coordination.api.auth.WorkspaceMember",
+        "coordination.api.access.KeyAccess",
+    ],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -258,11 +262,15 @@ says the same as this reference, in prose.
 ## Auth
 
 Agents send a workspace API key: `Authorization: Bearer <key>` (made with `python
-manage.py create_api_key <workspace>` or in the admin; only its digest is stored).
-People logged in to the site use their session cookie, the CSRF token on writes, and
-name the workspace with `X-Projektor-Workspace: <slug>` (or `?workspace=`). No key, or
-a malformed, unknown or revoked one: 401 `unauthenticated`. This page and the schema
-at `/api/v1/schema/` are public.
+manage.py create_api_key <workspace>`, in the admin or with `POST /keys/`; only its
+digest is stored). The key is the actor: a `fleet` key acts for any agent, an `agent`
+key only as its one agent (its sessions, its name; `force` only if minted with
+`can_force`), a `read` key only reads; what a key may not do is 403 `forbidden` and
+changes nothing (`GET /keys/me/` says what this key is). People logged in to the site
+use their session cookie, the CSRF token on writes, and name the workspace with
+`X-Projektor-Workspace: <slug>` (or `?workspace=`). No key, or a malformed, unknown,
+revoked or expired one: 401 `unauthenticated`. This page and the schema at
+`/api/v1/schema/` are public.
 
 ## Errors
 
@@ -273,7 +281,8 @@ stable (switch on it), `detail` is a sentence for people, and some codes add fie
 with when and an example body. 400 `invalid` (the body or a query parameter), 401,
 404 `not_found` (an id not in the workspace: another workspace's rows answer as absent),
 429 `throttled` and 503 `unavailable` (both with `Retry-After`) can come from any call;
-writes add 403 (a person's missing CSRF token), 413 and 415.
+writes add 403 (a key that may not make the call, a person's missing CSRF token), 413
+and 415.
 
 ## Lists
 
@@ -378,6 +387,12 @@ SPECTACULAR_SETTINGS = {
             "delivery fails for the whole retry window is deactivated, saying why.",
         },
         {
+            "name": "Keys",
+            "description": "Who is calling, and (fleet keys) minting, listing and revoking "
+            "keys: fleet keys act for any agent, agent keys as one agent only, read keys "
+            "only read (invariant 13). A revoked or expired key is 401 at once.",
+        },
+        {
             "name": "Worktrees and runs",
             "description": "Checkouts, and the runs of issues on them: a run that needs "
             "a filesystem locks one worktree exclusively (invariant 10).",
@@ -420,4 +435,5 @@ PROJEKTOR_METRICS_TOKEN = os.environ.get("PROJEKTOR_METRICS_TOKEN", "")
 PROJEKTOR_LOG_FORMAT = os.environ.get("PROJEKTOR_LOG_FORMAT", "text")
 if PROJEKTOR_LOG_FORMAT not in FORMATS:
     raise ImproperlyConfigured(f"PROJEKTOR_LOG_FORMAT must be one of {', '.join(FORMATS)}")
-LOGGING = logging_config(PROJEKTOR_LOG_FORMAT)
+PROJEKTOR_LOG_REQUESTS = env_bool("PROJEKTOR_LOG_REQUESTS", True)
+LOGGING = logging_config(PROJEKTOR_LOG_FORMAT, requests=PROJEKTOR_LOG_REQUESTS)

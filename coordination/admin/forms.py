@@ -134,3 +134,50 @@ class WorktreeAdminForm(WorkspaceLinksForm):
     class Meta:
         model = m.Worktree
         fields = "__all__"  # noqa: DJ007  (the ModelAdmin chooses; see above)
+
+
+class ApiKeyAdminForm(WorkspaceLinksForm):
+    """A new key (invariant 13): its kind, the agent an agent key acts as (of the key's
+    workspace), whether it may force, when it expires. Only adding sets them: an
+    existing key's kind, agent and force are fixed (mint another instead)."""
+
+    workspace_links = ("agent",)
+    DEFAULT = ""
+    kind = forms.ChoiceField(
+        choices=m.ApiKey.Kind.choices,
+        required=False,
+        initial=m.ApiKey.Kind.FLEET,
+        help_text="fleet: acts for any agent; agent: only as its agent; read: reads only.",
+    )
+    force = forms.ChoiceField(
+        label="Can force",
+        choices=[
+            (DEFAULT, "Default: yes for a fleet key, no for the others"),
+            ("yes", "Yes"),
+            ("no", "No"),
+        ],
+        required=False,
+        help_text="May take file claims from their holders.",
+    )
+
+    class Meta:
+        model = m.ApiKey
+        fields = "__all__"  # noqa: DJ007  (the ModelAdmin chooses; see above)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if self.instance.pk is not None:
+            return cleaned
+        kind = cleaned.get("kind") or m.ApiKey.Kind.FLEET
+        cleaned["kind"] = kind
+        agent = cleaned.get("agent")
+        if kind == m.ApiKey.Kind.AGENT and agent is None:
+            self.add_error("agent", "An agent key needs the agent it acts as.")
+        if kind != m.ApiKey.Kind.AGENT and agent is not None:
+            self.add_error("agent", f"A {kind} key acts for no one agent: leave it empty.")
+        force = cleaned.get("force")
+        can_force = kind == m.ApiKey.Kind.FLEET if not force else force == "yes"
+        if kind == m.ApiKey.Kind.READ and can_force:
+            self.add_error("force", "A read key never writes, so it cannot force.")
+        cleaned["can_force"] = can_force
+        return cleaned

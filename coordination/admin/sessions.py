@@ -132,21 +132,30 @@ class AgentSessionAdmin(StateAdmin):
     date_hierarchy = "started_at"
     actions = ["end_sessions"]
     fieldsets = [
-        (None, {"fields": ["agent", "role", "workspace", "state", "lists"]}),
+        (None, {"fields": ["agent", "role", "workspace", "state", "opened_by", "lists"]}),
         ("Times", {"fields": ["started", "heartbeat", "ended"]}),
     ]
-    readonly_fields = ["role", "state", "started", "heartbeat", "ended", "lists"]
+    readonly_fields = ["role", "state", "opened_by", "started", "heartbeat", "ended", "lists"]
     inlines = [LeaseInline, FileClaimInline, WorktreeLockInline, RunInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.AgentSession]:
         return (
             super()
             .get_queryset(request)
-            .select_related("agent", "workspace")
+            .select_related("agent", "workspace", "api_key")
             .annotate(state=display.session_state())
         )
 
     role = display.clipped("agent.role", 16, description="role")
+
+    @admin.display(description="opened by")
+    def opened_by(self, obj: m.AgentSession) -> str:
+        """The key that opened the session (invariant 13); none for a person's."""
+        key = obj.api_key
+        if key is None:
+            return "—"
+        return f"{key.key_prefix}… ({key.kind} key{f' {key.name}' if key.name else ''})"
+
     workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
 
     @admin.display(description="session", ordering="pk")

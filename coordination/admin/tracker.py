@@ -46,27 +46,72 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 @admin.register(m.ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_prefix", "workspace_cell", "name_cell", "created", "revoked"]
-    list_filter = ["workspace"]
-    list_select_related = ["workspace"]
-    fields = ["workspace", "name", "key_prefix", "created_at", "revoked_at"]
-    search_fields = ["name", "key_prefix"]
+    """Keys and who they act as (invariant 13): kind, agent, force and expiry are set
+    when a key is added; an existing one is only renamed, re-dated or revoked."""
+
+    form = forms.ApiKeyAdminForm
+    list_display = [
+        "key_prefix",
+        "workspace_cell",
+        "name_cell",
+        "kind",
+        "agent_cell",
+        "force",
+        "created",
+        "expires",
+        "revoked",
+    ]
+    list_filter = ["workspace", "kind", "can_force"]
+    list_select_related = ["workspace", "agent"]
+    search_fields = ["name", "key_prefix", "agent__name"]
     actions = ["revoke"]
-    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
-    name_cell = display.clipped("name", 40)
+    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
+    name_cell = display.clipped("name", 24)
+    agent_cell = display.clipped("agent.name", 20, description="agent")
     created = display.dated("created_at", "created")
+    expires = display.dated("expires_at", "expires")
     revoked = display.dated("revoked_at", "revoked")
 
+    @admin.display(description="force", boolean=True, ordering="can_force")
+    def force(self, obj: m.ApiKey) -> bool:
+        return obj.can_force
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ["workspace", "name", "kind", "agent", "force", "expires_at"]
+        return [
+            "workspace",
+            "name",
+            "kind",
+            "agent",
+            "can_force",
+            "expires_at",
+            "key_prefix",
+            "created_at",
+            "revoked_at",
+        ]
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        # Revoking is the action's job; a key never moves to another workspace.
+        # Revoking is the action's job; a key never moves to another workspace, nor
+        # changes whom it acts as.
         frozen = ["key_prefix", "created_at", "revoked_at"]
-        return ["workspace", *frozen] if obj is not None else frozen
+        if obj is None:
+            return frozen
+        return ["workspace", "kind", "agent", "can_force", *frozen]
 
     def save_model(self, request: HttpRequest, obj: m.ApiKey, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        key, raw = m.ApiKey.issue(obj.workspace, obj.name)
+        data = form.cleaned_data
+        key, raw = m.ApiKey.issue(
+            obj.workspace,
+            obj.name,
+            kind=data["kind"],
+            agent=data.get("agent"),
+            can_force=data["can_force"],
+            expires_at=data.get("expires_at"),
+        )
         obj.pk, obj.key_prefix = key.pk, key.key_prefix
         self.message_user(request, f"New API key (shown once): {raw}", messages.WARNING)
 

@@ -241,3 +241,24 @@ DELIVERED = {
     "delivered_at": at("09:12:43"),
     "created_at": at("09:12:42"),
 }
+KEY = {
+    "id": 4,
+    "name": "coder-1 on issue 7",
+    "prefix": "pk_Xq3v9Lm",
+    "kind": "agent",
+    "agent": "coder-1",
+    "can_force": False,
+    "workspace": "acme",
+    "created_at": at("09:12:30"),
+    "expires_at": "2026-03-03T09:12:30Z",
+    "revoked_at": None,
+}
+NEW_KEY = {
+    "name": KEY["name"],
+    "kind": "agent",
+    "agent": "coder-1",
+    "expires_at": KEY["expires_at"],
+}
+CREATED_KEY = {**KEY, "key": "pk_Xq3v9Lm0sT2cV7nB4yK8wR1eU6iO5aZ3dF9gH2jL0pQ"}
+REVOKED_KEY = {**KEY, "revoked_at": at("10:02:20")}
+MY_KEY = {**KEY, "workspace_name": "Acme"}

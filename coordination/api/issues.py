@@ -13,9 +13,10 @@ from coordination import filtersets, selectors
 from coordination.api import examples as x
 from coordination.api import refusals as r
 from coordination.api import serializers as s
+from coordination.api.access import key_of
 from coordination.api.auth import is_human
 from coordination.api.base import WorkspaceViewSet, parse
-from coordination.services import leases, projects, workflow
+from coordination.services import access, leases, projects, workflow
 
 
 @extend_schema(tags=["Projects and issues"])
@@ -180,6 +181,7 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
             to=data["to"],
             by_human=is_human(request),
             report=dict(data["report"]) if "report" in data else None,
+            author=access.author_of(key_of(request)),
         )
         return self.render_issue(issue.pk)
 

@@ -6,9 +6,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coordination import filtersets, selectors
+from coordination.api.access import key_of
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers.messages import MessageInput, MessageSerializer
-from coordination.services import messages
+from coordination.services import access, messages
 
 
 @extend_schema(tags=["Messages"])
@@ -29,7 +30,9 @@ class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
         summary="Post a message",
         description="Posts `body` to a scope of this workspace: `issue:<id>`, "
         "`agent:<name>` or `project:<key>`; an unknown target or session is a 400 naming the "
-        "field (invariant 9). Changes nothing else.",
+        "field (invariant 9). Signed by `session` and its agent; with an agent key, by the "
+        "key's agent, whose session it must be if one is given (invariant 13). Changes "
+        "nothing else.",
         request=MessageInput,
         responses={201: MessageSerializer},
     )
@@ -40,5 +43,6 @@ class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
             scope=data["scope"],
             body=data["body"],
             session_id=data.get("session"),
+            author=access.author_of(key_of(request)),
         )
         return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

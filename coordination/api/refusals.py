@@ -284,6 +284,70 @@ ISSUE_NOT_FOUND = refusal(
     variant="issue",
 )
 
+# --- what a key may not do (invariant 13; coordination/api/access.py says which) -------
+
+READ_KEY = refusal(
+    e.Forbidden,
+    "a read key: it only reads (and checks files, and revokes itself)",
+    "A read key may not act for an agent.",
+    variant="read_key",
+)
+AGENT_KEY = refusal(
+    e.Forbidden,
+    "an agent key: it writes no projects or worktrees",
+    "The agent key of 'coder-1' may not write projects or worktrees.",
+    variant="agent_key",
+)
+NOT_FLEET = refusal(
+    e.Forbidden,
+    "not a fleet key: only fleet keys manage keys and webhooks",
+    "A read key may not manage keys or webhooks.",
+    variant="not_fleet",
+)
+NOT_OWN_SESSION = refusal(
+    e.Forbidden,
+    "an agent key naming another agent's session",
+    "An agent key acts only in its agent's sessions: session 14 is another agent's.",
+    variant="session",
+)
+NOT_OWN_AGENT = refusal(
+    e.Forbidden,
+    "an agent key naming another agent than its own",
+    "The agent key of 'coder-1' cannot act as agent 'coder-2'.",
+    variant="agent",
+)
+NO_FORCE = refusal(
+    e.Forbidden,
+    "`force` with a key minted without `can_force`",
+    "The agent key of 'coder-1' may not force; it was minted without can_force.",
+    variant="force",
+)
+NOT_OWN_RUN = refusal(
+    e.Forbidden,
+    "an agent key finishing another agent's run",
+    "The agent key of 'coder-1' cannot finish run 5, another agent's.",
+    variant="run",
+)
+CLOSES_OTHERS = refusal(
+    e.Forbidden,
+    "an agent key closing an issue whose lease or file claims another agent holds",
+    "The agent key of 'coder-1' cannot close issue 9: another agent holds its lease or "
+    "file claims, and closing would release them.",
+    variant="close",
+)
+NOT_SELF = refusal(
+    e.Forbidden,
+    "a key that is not a fleet key revoking another key than itself",
+    "A read key may revoke only itself.",
+    variant="self",
+)
+FORCE_TO_MINT = refusal(
+    e.Forbidden,
+    "a key that may not force minting one that may",
+    "This key may not force, so it cannot mint a key that may.",
+    variant="mint_force",
+)
+
 # --- what every operation may answer --------------------------------------------------
 
 INVALID_BODY = answer(
@@ -359,12 +423,15 @@ DATABASE_UNAVAILABLE = answer(
 )
 
 
-def shared_refusals(*, method: str, path: str, operation: dict[str, Any]) -> list[Refusal]:
-    """What an operation may answer whatever it does, from its place in the schema;
-    within a status, the likelier first."""
+def shared_refusals(
+    *, method: str, path: str, operation: dict[str, Any], keyed: Iterable[Refusal] = ()
+) -> list[Refusal]:
+    """What an operation may answer whatever it does, from its place in the schema, and
+    ``keyed``, what the route's rule refuses a key (coordination/api/access.py); within
+    a status, the likelier first."""
     parameters = operation.get("parameters", [])
     queried = {p["name"] for p in parameters if p["in"] == "query"}
-    shared = []
+    shared = [*keyed]
     if "requestBody" in operation:
         shared += [INVALID_BODY, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE]
     if queried - {"page"}:

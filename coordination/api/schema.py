@@ -5,6 +5,7 @@ the MCP tools)."""
 from http import HTTPStatus
 from typing import Any
 
+from django.urls import Resolver404, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -13,7 +14,14 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination.api.refusals import Refusal, by_status, error_schema, shared_refusals
+from coordination.api import access
+from coordination.api.refusals import (
+    FORCE_TO_MINT,
+    Refusal,
+    by_status,
+    error_schema,
+    shared_refusals,
+)
 from coordination.mcp.tools import TOOLS  # a table of plain data: no import cycle
 
 
@@ -80,7 +88,11 @@ def postprocess(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             responses = operation["responses"]
             for status, response in responses.items():  # a success says what it is
                 response["description"] = response["description"] or HTTPStatus(int(status)).phrase
-            add_refusals(responses, shared_refusals(method=method, path=path, operation=operation))
+            keyed = key_refusals(method, path)
+            add_refusals(
+                responses,
+                shared_refusals(method=method, path=path, operation=operation, keyed=keyed),
+            )
             operation["responses"] = dict(sorted(responses.items()))
             describe_url_id(path, operation)
             name_mcp_tools(method, path, operation)
@@ -88,6 +100,19 @@ def postprocess(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                 paginate_examples(path, responses.get("200", {}), components)
     result["info"]["description"] += mcp_tool_table()
     return result
+
+
+def key_refusals(method: str, path: str) -> list[Refusal]:
+    """What the route's rule refuses a key (invariant 13), looked up as a request to
+    that path would be (the URL id as 1)."""
+    try:
+        match = resolve(path.replace("{id}", "1"))
+    except Resolver404:
+        return []
+    refusals = access.refusals_of(access.rule_of(match.url_name, method.upper()))
+    if (match.url_name, method.upper()) == ("key-list", "POST"):
+        refusals.append(FORCE_TO_MINT)
+    return refusals
 
 
 def add_refusals(responses: dict[str, Any], refusals: list[Refusal]) -> None:

@@ -8,10 +8,11 @@ from rest_framework.response import Response
 
 from coordination import filtersets, selectors
 from coordination.api import examples as x
+from coordination.api.access import key_of
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.refusals import SESSION_ENDED, errors
 from coordination.api.serializers.sessions import SessionRegisterInput, SessionSerializer
-from coordination.services import agents
+from coordination.services import access, agents
 
 
 @extend_schema(tags=["Sessions"])
@@ -37,18 +38,22 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
         description="Opens a new session for `agent`, live from now (invariant 1): keep its "
         "`id` and heartbeat it well within the TTL. A known agent name reuses the agent "
         "(its role and department updated when given); `worktree` binds the agent to that "
-        "worktree, where its runs lock when the issue names none (invariant 10).",
+        "worktree, where its runs lock when the issue names none (invariant 10). With an "
+        "agent key, `agent` may be omitted (the key's agent) and another name is 403; the "
+        "session records the key that opened it (invariant 13).",
         request=SessionRegisterInput,
         responses={201: SessionSerializer},
     )
     def create(self, request: Request) -> Response:
         data = parse(SessionRegisterInput, request)
+        key = key_of(request)
         session = agents.register_session(
             workspace=self.workspace,
-            agent_name=data["agent"],
+            agent_name=access.acting_agent(key, data.get("agent")),
             role=data.get("role"),
             department=data.get("department"),
             worktree_slug=data.get("worktree"),
+            api_key=key,
         )
         return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
@@ -62,7 +67,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
     )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request: Request, pk: str) -> Response:
-        session = agents.heartbeat_session(workspace=self.workspace, session_id=int(pk))
+        # An agent key's check is folded into the heartbeat's UPDATE (api/access.py).
+        session = agents.heartbeat_session(
+            workspace=self.workspace,
+            session_id=int(pk),
+            agent_id=access.session_owner(key_of(request)),
+        )
         return Response(SessionSerializer(session).data)
 
     @extend_schema(

@@ -5,6 +5,7 @@ from coordination.api import (
     events,
     file_claims,
     issues,
+    keys,
     messages,
     runs,
     sessions,
@@ -28,6 +29,7 @@ router.register("file-claims", file_claims.FileClaimViewSet, basename="file-clai
 router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
 router.register("messages", messages.MessageViewSet, basename="message")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
+router.register("keys", keys.KeyViewSet, basename="key")
 
 urlpatterns = [
     path("workflow/", issues.WorkflowView.as_view(), name="workflow"),

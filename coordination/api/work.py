@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from coordination import selectors
 from coordination.api import refusals as r
+from coordination.api.access import key_of
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
 from coordination.api.serializers.work import (
@@ -16,7 +17,7 @@ from coordination.api.serializers.work import (
     StartedSerializer,
     StartWorkInput,
 )
-from coordination.services import work
+from coordination.services import access, work
 
 
 class StartWorkView(APIView):
@@ -29,7 +30,8 @@ class StartWorkView(APIView):
         "All or nothing (invariant 5): on any refusal no session, lease or claim is left; "
         "a WIP denial or the conflict rows are still logged, naming the agent (invariant "
         "8). Keep `session.id` and heartbeat it within the TTL (invariant 1); keep "
-        "`lease.fence` for finish_work.",
+        "`lease.fence` for finish_work. With an agent key, `agent` may be omitted (the "
+        "key's agent) and another name is 403 (invariant 13).",
         request=StartWorkInput,
         responses={
             201: StartedSerializer,
@@ -44,14 +46,16 @@ class StartWorkView(APIView):
     )
     def post(self, request: Request) -> Response:
         data = parse(StartWorkInput, request)
+        key = key_of(request)
         started = work.start_work(
             workspace=workspace_of(request),
-            agent_name=data["agent"],
+            agent_name=access.acting_agent(key, data.get("agent")),
             issue_id=data["issue"],
             paths=data.get("paths"),
             role=data.get("role"),
             department=data.get("department"),
             worktree_slug=data.get("worktree"),
+            api_key=key,
         )
         return Response(StartedSerializer(started).data, status=status.HTTP_201_CREATED)
 

@@ -1,8 +1,10 @@
 """What the demo hands its user on every run: two logins, one live key and an issue
-an agent can take right now."""
+an agent can take right now; and what the live demo fleet needs: a key of its own and
+a reviewer's login."""
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -14,6 +16,8 @@ from coordination.services import operators
 
 PASSWORD = "projektor-demo"
 KEY_NAME = "demo"
+FLEET_KEY_NAME = "demo-fleet"
+REVIEWER = "demo-reviewer"
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,27 @@ def login(workspace: Workspace, username: str, password: str, *, operator: bool)
     return Login(username=username, operator=operator, password=password if still else None)
 
 
-def fresh_key(workspace: Workspace) -> str:
-    """Revoke the demo keys of earlier runs and mint one: only its hash is stored, so
-    an old key cannot be printed again, and old ones are not left working."""
-    earlier = ApiKey.objects.filter(workspace=workspace, name=KEY_NAME, revoked_at__isnull=True)
+def fresh_key(workspace: Workspace, name: str = KEY_NAME) -> str:
+    """Revoke the keys of that name of earlier runs and mint one: only its hash is
+    stored, so an old key cannot be printed again, and old ones are not left working."""
+    revoke(workspace, name)
+    return ApiKey.issue(workspace, name)[1]
+
+
+def revoke(workspace: Workspace, name: str) -> None:
+    earlier = ApiKey.objects.filter(workspace=workspace, name=name, revoked_at__isnull=True)
     operators.revoke_api_keys(keys=earlier)
-    return ApiKey.issue(workspace, KEY_NAME)[1]
+
+
+def reviewer_login(workspace: Workspace) -> tuple[str, str]:
+    """The fleet's reviewer: a member, not staff, with a fresh random password on each
+    start (nobody else logs in with it, so it is never printed)."""
+    user, _ = get_user_model().objects.get_or_create(username=REVIEWER)
+    password = secrets.token_urlsafe(24)
+    user.set_password(password)
+    user.save()
+    workspace.members.add(user)
+    return user.get_username(), password
 
 
 def free_issue(workspace: Workspace) -> Issue | None:

@@ -53,7 +53,9 @@ def instructions() -> str:
         "list_events with session=<your session id> and wait=30 (pass back its next as "
         "after): a lease.released or claims.released event naming your session with reason "
         "expired or overridden means another agent took your issue or files (data.by names "
-        "it); stop and re-claim or coordinate. whoami names your workspace. "
+        "it); stop and re-claim or coordinate. whoami names your workspace and what your "
+        "key may do: an agent key acts only as its agent, in its sessions (register_agent "
+        "and start_work may omit agent), and a call it may not make is a forbidden error. "
         "A refused call is a tool error whose text is the REST error JSON: "
         '{"code": ..., "detail": ...}.'
     )

@@ -5,7 +5,7 @@ same view, serializer, service and errors, so MCP and REST cannot drift. The
 arguments are the REST body (or, for a GET, the query parameters), plus the URL
 id under ``url_id`` where the path has one; the result is the REST response body.
 The names are the bracketed ones of docs/api.md and those of docs/api.md "MCP".
-One tool is no REST call: ``whoami`` (``coordination.mcp.whoami``).
+``whoami`` is ``GET /keys/me/`` with a schema of its own (``coordination.mcp.whoami``).
 """
 
 from dataclasses import dataclass

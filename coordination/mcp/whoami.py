@@ -1,45 +1,33 @@
-"""``whoami``: the caller's key and its workspace, answered by the endpoint itself.
+"""``whoami``: the caller's key, as ``GET /keys/me/`` answers it.
 
-Every other tool is a REST call; no REST route shows a key to its holder yet, so
-this one answers from the key the ``/mcp`` request authenticated with (the view
-let no request without one through). It reads nothing more: the authentication
-loaded the key with its workspace.
+A tool of its own only in refusing arguments (the REST call takes none, and a GET
+would ignore a stray query parameter); otherwise it is that REST call, made
+in-process like every tool, through the same permission layer (invariant 13).
 """
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest
-from rest_framework.exceptions import NotAuthenticated, ValidationError
-from rest_framework.fields import DateTimeField
+from rest_framework.exceptions import ValidationError
 
-from coordination.mcp.rest import RestAnswer, refusal
-from coordination.models import ApiKey
+from coordination.mcp import rest
+from coordination.mcp.tools import API, ToolSpec
 
 NAME = "whoami"
 DESCRIPTION = (
-    "Who is calling: this API key's id, name and prefix, and its workspace (slug and "
-    "name). Every tool acts in that workspace, for any of its agents."
+    "Who is calling: this API key's id, name, prefix and kind (fleet: acts for any agent; "
+    "agent: only as its agent, named here; read: reads only), whether it may force, when it "
+    "expires, and its workspace (slug and name). Every tool acts in that workspace."
 )
 INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+CALL = ToolSpec(NAME, "GET", f"{API}/keys/me/", DESCRIPTION)
 
 
-def answer(arguments: Mapping[str, Any], outer: HttpRequest) -> RestAnswer:
+def answer(arguments: Mapping[str, Any], outer: HttpRequest) -> rest.RestAnswer:
     """The key of ``outer`` as JSON; an argument is refused as a body field would be."""
-    key = getattr(outer, "auth", None)
-    if not isinstance(key, ApiKey):
-        return refusal(NotAuthenticated("No API key authenticated this call."))
     if arguments:
-        return refusal(
+        return rest.refusal(
             ValidationError({name: ["whoami takes no arguments."] for name in arguments})
         )
-    body = {
-        "id": key.pk,
-        "name": key.name,
-        "prefix": key.key_prefix,
-        "workspace": key.workspace.slug,
-        "workspace_name": key.workspace.name,
-        "created_at": DateTimeField().to_representation(key.created_at),
-    }
-    return RestAnswer(200, json.dumps(body).encode())
+    return rest.call(CALL, {}, outer)

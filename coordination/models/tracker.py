@@ -90,6 +90,10 @@ class AgentSession(models.Model):
     started_at = models.DateTimeField(db_default=DbNow(), editable=False)
     last_heartbeat_at = models.DateTimeField(db_default=DbNow(), editable=False)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The key that opened it (invariant 13); none for a session opened by a person.
+    api_key = models.ForeignKey(
+        "coordination.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     objects = AgentSessionQuerySet.as_manager()
 

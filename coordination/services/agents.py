@@ -9,12 +9,13 @@ from coordination.liveness import DbNow
 from coordination.models import (
     Agent,
     AgentSession,
+    ApiKey,
     EventType,
     ReleaseReason,
     Workspace,
     Worktree,
 )
-from coordination.services import events, file_claims, leases, sql, worktrees
+from coordination.services import access, events, file_claims, leases, sql, worktrees
 from coordination.services.projects import reference_in
 from coordination.services.rows import dialect, execute, fetchone, take
 
@@ -26,8 +27,10 @@ def register_session(
     role: str | None = None,
     department: str | None = None,
     worktree_slug: str | None = None,
+    api_key: ApiKey | None = None,
 ) -> AgentSession:
-    """Open a new session; an existing agent name is reused (role etc. updated if given)."""
+    """Open a new session; an existing agent name is reused (role etc. updated if given).
+    The session records ``api_key``, the key that opened it (invariant 13)."""
     with reference_in("worktree"):
         worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
     with events.change():
@@ -39,26 +42,32 @@ def register_session(
                 changed.append(field)
         if changed:
             agent.save(update_fields=changed)
-        session = AgentSession.objects.create(workspace=workspace, agent=agent)
+        session = AgentSession.objects.create(workspace=workspace, agent=agent, api_key=api_key)
         events.session_event(session, EventType.SESSION_REGISTERED)
     return selectors.sessions(workspace).get(pk=session.pk)
 
 
-def heartbeat_session(*, workspace: Workspace, session_id: int) -> AgentSession:
+def heartbeat_session(
+    *, workspace: Workspace, session_id: int, agent_id: int | None = None
+) -> AgentSession:
     """Refresh liveness with the database clock. A lapsed session is revived;
     whatever was reclaimed from it meanwhile stays lost.
 
     The fleet's most frequent call, so it is SQL (``sql.heartbeat``): on PostgreSQL
     one UPDATE returns the session as the API shows it; on SQLite a read follows.
+    ``agent_id`` is ``access.session_owner`` of an agent key (invariant 13): the UPDATE
+    matches that agent's session only, and another agent's is refused unchanged.
     """
     d = dialect()
-    beat = sql.heartbeat(d, workspace_id=workspace.pk, session_id=session_id)
+    beat = sql.heartbeat(d, workspace_id=workspace.pk, session_id=session_id, agent_id=agent_id)
     if d.postgres:
         row = fetchone(beat)
     else:
         row = fetchone(sql.shown_session(d, session_id=session_id)) if execute(beat) else None
     if row is None:
-        selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
+        session = selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
+        if agent_id is not None and session.agent_id != agent_id:
+            raise access.not_own_session(session_id)
         raise SessionEnded()
     return shown_session(row)
 

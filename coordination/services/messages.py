@@ -7,7 +7,15 @@ from collections.abc import Sequence
 
 from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
-from coordination.models import AgentSession, EventType, Issue, Message, Project, Workspace
+from coordination.models import (
+    Agent,
+    AgentSession,
+    EventType,
+    Issue,
+    Message,
+    Project,
+    Workspace,
+)
 from coordination.services import events
 
 MAX_BODY_CHARS = 10_000
@@ -60,30 +68,43 @@ def check_body(body: str) -> str:
 
 
 def post_message(
-    *, workspace: Workspace, scope: str, body: str, session_id: int | None = None
+    *,
+    workspace: Workspace,
+    scope: str,
+    body: str,
+    session_id: int | None = None,
+    author: Agent | None = None,
 ) -> Message:
-    """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given."""
+    """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given, else
+    by ``author`` (an agent key's agent: invariant 13, the key is the actor)."""
     session = selectors.get_session(workspace, session_id) if session_id is not None else None
     return record_message(
         workspace=workspace,
         scope=check_scope(workspace=workspace, scope=scope),
         body=check_body(body),
         session=session,
+        author=author,
     )
 
 
 def record_message(
-    *, workspace: Workspace, scope: str, body: str, session: AgentSession | None
+    *,
+    workspace: Workspace,
+    scope: str,
+    body: str,
+    session: AgentSession | None,
+    author: Agent | None = None,
 ) -> Message:
     """Write a post whose scope and body the caller has already checked, and announce
-    it (``message.posted``, naming the scope's issue or project when it has one)."""
+    it (``message.posted``, naming the scope's issue or project when it has one). The
+    author is the session's agent, else ``author``."""
     with events.change():
         message = Message.objects.create(
             workspace=workspace,
             scope=scope,
             body=body,
             session=session,
-            agent_id=session.agent_id if session is not None else None,
+            agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
         )
         announce_message(message)
     return selectors.messages(workspace).get(pk=message.pk)

@@ -23,6 +23,7 @@ from coordination.errors import LeaseNotHeld, WipLimitReached
 from coordination.models import (
     Agent,
     AgentSession,
+    ApiKey,
     FileClaim,
     Issue,
     IssueLease,
@@ -58,7 +59,9 @@ def start_work(
     role: str | None = None,
     department: str | None = None,
     worktree_slug: str | None = None,
+    api_key: ApiKey | None = None,
 ) -> Started:
+    """``api_key`` opened the session (invariant 13)."""
     issue = selectors.get_issue(workspace, issue_id)
     if paths:
         checked_paths(paths, limit=MAX_PATHS)  # a bad path is a 400 before anything starts
@@ -72,6 +75,7 @@ def start_work(
                 role=role,
                 department=department,
                 worktree_slug=worktree_slug,
+                api_key=api_key,
             )
             lease = leases.claim_issue(
                 workspace=workspace, issue_id=issue.pk, session_id=session.pk, assign=False

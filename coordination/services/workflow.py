@@ -4,7 +4,7 @@ from typing import Any
 
 from coordination import selectors
 from coordination.errors import Forbidden, InvalidTransition
-from coordination.models import EventType, Issue, IssueLease, ReleaseReason, Workspace
+from coordination.models import Agent, EventType, Issue, IssueLease, ReleaseReason, Workspace
 from coordination.services import events, file_claims, leases, messages
 
 S = Issue.Status
@@ -119,11 +119,13 @@ def transition_issue(
     to: str,
     by_human: bool,
     report: dict[str, str] | None = None,
+    author: Agent | None = None,
 ) -> Issue:
     """Move the issue; closing it releases its lease and file claims ``issue_closed``.
 
-    A ``report`` is recorded on the issue and posted to it; entering ``in_review`` or
-    ``done`` needs one if the issue was ever leased (``missing: ["report"]``).
+    A ``report`` is recorded on the issue and posted to it (signed by ``author``, an
+    agent key's agent); entering ``in_review`` or ``done`` needs one if the issue was
+    ever leased (``missing: ["report"]``).
     """
     with events.change():
         issue = selectors.get_issue(workspace, issue_id, for_update=True)
@@ -148,6 +150,7 @@ def transition_issue(
                 scope=messages.issue_scope(issue.pk),
                 body=report_message(report),
                 session=None,
+                author=author,
             )
         if to in Issue.CLOSED_STATUSES:
             leases.release_issue_leases(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)

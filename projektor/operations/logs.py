@@ -64,13 +64,17 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-def logging_config(log_format: str) -> dict[str, Any]:
+def logging_config(log_format: str, *, requests: bool = True) -> dict[str, Any]:
     """The LOGGING setting. Every record reaches the console once, through the root
     handler: Django's own "django" console handler (DEBUG only) would print each of
     them a second time, runserver's "Watching for file changes" line among them.
     Naming "django" resets its children, so runserver's own request log
     ("django.server") is declared as Django has it. ``django.request`` logs only
-    errors (5xx, with the traceback): each 4xx is already a line of the request log."""
+    errors (5xx, with the traceback): each 4xx is already a line of the request log.
+
+    ``requests=False`` (``PROJEKTOR_LOG_REQUESTS=false``, as ``make run`` has it while
+    the demo fleet sends a few requests a second) drops the one line per request, ours
+    and runserver's; runserver then prints only its 5xx lines, and errors still log."""
     formatter = JsonFormatter if log_format == "json" else TextFormatter
     return {
         "version": 1,
@@ -96,7 +100,15 @@ def logging_config(log_format: str) -> dict[str, Any]:
         "loggers": {
             "django": {"handlers": []},
             "django.request": {"level": "ERROR"},
-            "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
-            REQUEST_LOGGER: {"handlers": ["console"], "level": "INFO", "propagate": False},
+            "django.server": {
+                "handlers": ["django.server"],
+                "level": "INFO" if requests else "ERROR",
+                "propagate": False,
+            },
+            REQUEST_LOGGER: {
+                "handlers": ["console"],
+                "level": "INFO" if requests else "WARNING",
+                "propagate": False,
+            },
         },
     }

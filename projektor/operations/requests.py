@@ -7,8 +7,9 @@ the response's ``X-Request-ID`` and set on every record logged meanwhile.
 The line names the workspace, the key and the agent when the request shows them
 without a query: the API key's id and workspace (``request.auth``, which DRF sets on
 the Django request too); the workspace a person's request named (header, query or
-page URL); the agent the call acted as or on, read from a successful API answer
-(a session, lease, claim or message names its agent; start_work's its session's).
+page URL); the agent the call acted as: an agent key's own (invariant 13: the key is
+the actor, loaded with it), else the one a successful API answer names (a session,
+lease, claim or message names its agent; start_work's its session's).
 """
 
 import logging
@@ -50,6 +51,14 @@ def workspace_named(request: HttpRequest, key: ApiKey | None) -> str | None:
     match = getattr(request, "resolver_match", None)
     slug = match.kwargs.get("slug") if match is not None else None
     return slug if isinstance(slug, str) else None
+
+
+def agent_of(key: ApiKey | None) -> str | None:
+    """An agent key's agent, loaded with the key by authentication: no query here."""
+    if key is None or key.kind != ApiKey.Kind.AGENT:
+        return None
+    cached = ApiKey.agent.is_cached(key)  # type: ignore[attr-defined]
+    return key.agent.name if cached and key.agent is not None else None
 
 
 def agent_answered(response: HttpResponse) -> str | None:
@@ -102,7 +111,7 @@ class RequestLogMiddleware:
             "duration_ms": round(duration * 1000, 2),
             "workspace": workspace_named(request, key),
             "key": key.pk if key is not None else None,
-            "agent": agent_answered(response),
+            "agent": agent_of(key) or agent_answered(response),
         }
         logger.info(
             "%s %s %s %.1fms route=%s workspace=%s key=%s agent=%s",

@@ -136,3 +136,36 @@ def test_each_log_record_is_printed_once(tmp_path, debug):
     assert "not-found-line" not in result.stderr
     [request] = [line for line in lines if "request-line" in line]
     assert re.fullmatch(r"\[.+\] request-line", request), request
+
+
+def test_the_request_lines_can_be_turned_off(tmp_path):
+    """``PROJEKTOR_LOG_REQUESTS=false`` (``make run``, beside the demo fleet): no line
+    per request, ours or runserver's, but runserver's 5xx lines and every other record
+    still print."""
+    probe = (
+        "import logging\n"
+        "logging.getLogger('projektor.request').info('our-request-line')\n"
+        "logging.getLogger('django.server').info('request-line')\n"
+        "logging.getLogger('django.server').warning('refused-line')\n"
+        "logging.getLogger('django.server').error('broken-line')\n"
+        "logging.getLogger('django.request').error('server-error-line')\n"
+        "logging.getLogger('coordination.probe').warning('our-line')\n"
+    )
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}",
+        "DEBUG": "true",
+        "PROJEKTOR_LOG_REQUESTS": "false",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for quiet in ("our-request-line", "request-line", "refused-line"):
+        assert f" {quiet}" not in result.stderr and f"] {quiet}" not in result.stderr
+    for loud in ("broken-line", "server-error-line", "our-line"):
+        assert loud in result.stderr, result.stderr

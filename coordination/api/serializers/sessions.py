@@ -24,7 +24,10 @@ from coordination.models import AgentSession
 )
 class SessionRegisterInput(serializers.Serializer):
     agent = StrictCharField(
-        max_length=100, help_text="The agent's name: created on first use, reused after."
+        max_length=100,
+        required=False,
+        help_text="The agent's name: created on first use, reused after. Required with a "
+        "fleet key; with an agent key, its agent's (omit it, or give that name).",
     )
     role = StrictCharField(
         max_length=100, required=False, allow_blank=True, help_text="Updates the agent's."

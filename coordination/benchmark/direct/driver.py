@@ -27,7 +27,7 @@ class DirectDriver(DirectConnection):
 
     def active_key(self) -> None:
         """keys.active_key: every request starts with it."""
-        row = self.send(sql.active_key(self.target.key_hash)).fetchone()
+        row = self.send(sql.active_key(self.dialect, self.target.key_hash)).fetchone()
         if row is None:
             raise Refused("401")
 

@@ -21,6 +21,7 @@ LEASE = "issue_leases"
 CLAIM = "issue_file_claims"
 CONFLICT = "claim_conflicts"
 WORKTREE_LOCK = "coordination_worktreelock"
+RUN = "coordination_run"
 LOG_UNLOCK = "projektor_log_unlock"
 EVENT = "coordination_event"
 
@@ -30,6 +31,7 @@ EVENT = "coordination_event"
 COLUMNS: dict[str, tuple[str, ...]] = {
     API_KEY: (
         "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
+        "kind", "agent_id", "can_force", "expires_at",
     ),
     WORKSPACE: ("id", "slug", "name", "created_at", "events_pruned_through"),
     WORKTREE: ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
@@ -40,7 +42,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     AGENT: ("id", "workspace_id", "name", "role", "department", "worktree_id", "created_at"),
     SESSION: (
         "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
-        "ended_at",
+        "ended_at", "api_key_id",
     ),
     ISSUE: (
         "id", "workspace_id", "project_id", "title", "description", "status", "priority",

@@ -5,6 +5,7 @@ from typing import Any
 from coordination.services.sql.base import (
     AGENT,
     API_KEY,
+    RUN,
     SESSION,
     WORKSPACE,
     WORKTREE,
@@ -14,12 +15,17 @@ from coordination.services.sql.base import (
 )
 
 
-def active_key(key_hash: str) -> Statement:
-    """The unrevoked key of that digest, with its workspace: one indexed read."""
+def active_key(d: Dialect, key_hash: str) -> Statement:
+    """The key of that digest, unrevoked and unexpired by the database's clock, with its
+    workspace and its agent (``NULL``s unless an agent key): one indexed read, every
+    request, so a revocation or an expiry holds on every app server at once
+    (invariant 13)."""
     return (
-        f"SELECT {columns(API_KEY, 'k')}, {columns(WORKSPACE, 'w')}"
+        f"SELECT {columns(API_KEY, 'k')}, {columns(WORKSPACE, 'w')}, {columns(AGENT, 'a')}"
         f" FROM {API_KEY} k JOIN {WORKSPACE} w ON w.id = k.workspace_id"
-        " WHERE k.key_hash = %s AND k.revoked_at IS NULL",
+        f" LEFT JOIN {AGENT} a ON a.id = k.agent_id"
+        " WHERE k.key_hash = %s AND k.revoked_at IS NULL"
+        f" AND (k.expires_at IS NULL OR k.expires_at > {d.now()})",
         [key_hash],
     )
 
@@ -32,13 +38,20 @@ def shown_session_columns(d: Dialect) -> str:
     )
 
 
-def heartbeat(d: Dialect, *, workspace_id: int, session_id: int) -> Statement:
+def heartbeat(
+    d: Dialect, *, workspace_id: int, session_id: int, agent_id: int | None = None
+) -> Statement:
     """Refresh an active session with the database clock (invariant 1). PostgreSQL
     returns the session as shown in the same statement; SQLite cannot return another
-    table's columns from an UPDATE, so ``shown_session`` reads them after."""
+    table's columns from an UPDATE, so ``shown_session`` reads them after. With
+    ``agent_id`` (an agent key's, invariant 13), only a session of that agent: the
+    ownership check costs no statement of its own."""
     beat = f"UPDATE {SESSION} SET last_heartbeat_at = {d.now()}"
     match = f"{SESSION}.workspace_id = %s AND {SESSION}.id = %s AND {SESSION}.status = %s"
     params: list[Any] = [workspace_id, session_id, "active"]
+    if agent_id is not None:
+        match += f" AND {SESSION}.agent_id = %s"
+        params.append(agent_id)
     if d.postgres:
         return (
             f"{beat} FROM {AGENT} a LEFT JOIN {WORKTREE} w ON w.id = a.worktree_id"
@@ -61,6 +74,24 @@ def shown_session(d: Dialect, *, session_id: int) -> Statement:
 def session_is_live(d: Dialect, *, session_id: int) -> Statement:
     """One row iff the session is live (invariant 1), judged by the database."""
     return f"SELECT 1 FROM {SESSION} s WHERE s.id = %s AND {d.live('s')}", [session_id]
+
+
+def session_agent(*, workspace_id: int, session_id: int) -> Statement:
+    """The agent of a session of the workspace: whose it is, for an agent key's check
+    (invariant 13). A session's agent never changes, so the answer cannot go stale."""
+    return (
+        f"SELECT agent_id FROM {SESSION} WHERE id = %s AND workspace_id = %s",
+        [session_id, workspace_id],
+    )
+
+
+def run_agent(*, workspace_id: int, run_id: int) -> Statement:
+    """The agent of a run's session (``NULL`` when the session is gone)."""
+    return (
+        f"SELECT s.agent_id FROM {RUN} r LEFT JOIN {SESSION} s ON s.id = r.session_id"
+        " WHERE r.id = %s AND r.workspace_id = %s",
+        [run_id, workspace_id],
+    )
 
 
 def claimer_session(d: Dialect, *, workspace_id: int, session_id: int) -> Statement:

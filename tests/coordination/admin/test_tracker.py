@@ -31,6 +31,49 @@ def test_revoking_keys_reports_each_and_an_added_key_is_shown_once(operator, wor
     assert any("already revoked" in text for text in bar(act(operator, ApiKey, "revoke", [key])))
 
 
+def test_an_agent_key_is_added_with_its_agent_force_and_expiry_and_listed_so(
+    operator, workspace, other_workspace
+):
+    agent = m.Agent.objects.create(workspace=workspace, name="coder-1")
+    theirs = m.Agent.objects.create(workspace=other_workspace, name="coder-9")
+    add = url(ApiKey, "add")
+    base = {"workspace": workspace.pk, "name": "coder-1's"}
+    for body, field in (
+        ({"kind": "agent"}, "agent"),  # an agent key names its agent
+        ({"kind": "fleet", "agent": agent.pk}, "agent"),
+        ({"kind": "agent", "agent": theirs.pk}, "agent"),  # of another workspace
+        ({"kind": "read", "force": "yes"}, "force"),
+    ):
+        refused = operator.post(add, {**base, **body})
+        assert refused.status_code == 200, body
+        assert field in refused.context["adminform"].form.errors, body
+    assert not ApiKey.objects.exists()
+    added = operator.post(
+        add,
+        {
+            **base,
+            "kind": "agent",
+            "agent": agent.pk,
+            "force": "yes",
+            "expires_at_0": "2999-01-01",
+            "expires_at_1": "00:00:00",
+        },
+        follow=True,
+    )
+    assert any("shown once" in text for text in bar(added))
+    key = ApiKey.objects.get()
+    assert (key.kind, key.agent_id, key.can_force) == ("agent", agent.pk, True)
+    assert key.expires_at is not None and key.expires_at.year == 2999
+    operator.post(add, {"workspace": workspace.pk, "name": "dashboard", "kind": "read"})
+    read = ApiKey.objects.get(name="dashboard")
+    assert (read.kind, read.can_force) == ("read", False)
+    listed = operator.get(url(ApiKey)).content.decode()
+    for shown in ("coder-1", "agent", "read", "2999"):
+        assert shown in listed, shown
+    page = operator.get(url(ApiKey, "change", key.pk)).content.decode()
+    assert "coder-1" in page and "agent" in page
+
+
 def test_an_issue_and_a_message_added_here_are_announced(operator, workspace, project):
     added = operator.post(
         url(Issue, "add"),

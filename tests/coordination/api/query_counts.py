@@ -79,6 +79,27 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /projects/": 5,
     "PATCH /projects/{id}/": 5,
     "POST /worktrees/": 4,
+    # With an agent key (invariant 13): the key's agent comes with the key, in its one
+    # statement. The heartbeat matches the session's agent in its UPDATE: no statement
+    # more. A call naming a session in its body reads that session's agent first (one
+    # indexed read, before the service); a post without one is signed by the key's agent.
+    # (The register and start_work of a known agent, binding no worktree: fewer than
+    # the fleet rows above, which create the agent and bind it.)
+    "POST /sessions/ (agent key)": {"sqlite": 7, "postgresql": 8},
+    "POST /sessions/{id}/heartbeat/ (agent key)": {"sqlite": 3, "postgresql": 2},
+    "POST /issues/{id}/claim/ (agent key)": {"sqlite": 14, "postgresql": 15},
+    "POST /file-claims/ (agent key)": {"sqlite": 10, "postgresql": 12},
+    "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 28},
+    "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 7},
+    "POST /messages/ (agent key)": {"sqlite": 8, "postgresql": 9},  # no session to read
+    "POST /work/start/ (agent key)": {"sqlite": 38, "postgresql": 40},
+    # Keys: the key; then the list's count and page (with agents); or the mint (the
+    # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
+    # compare-and-set, the re-read).
+    "GET /keys/me/": 1,
+    "GET /keys/": 3,
+    "POST /keys/": 8,
+    "POST /keys/{id}/revoke/": 4,
 }
 
 

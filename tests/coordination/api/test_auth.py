@@ -17,7 +17,15 @@ from rest_framework.test import APIClient
 from coordination.api import urls as api_urls
 from coordination.errors import CoordinationError
 from coordination.models import ApiKey, Issue, IssueLease, Project, Workspace
-from coordination.services import agents, file_claims, leases, messages, webhooks, worktrees
+from coordination.services import (
+    agents,
+    file_claims,
+    keys,
+    leases,
+    messages,
+    webhooks,
+    worktrees,
+)
 from tests.api_helpers import V1, assert_error
 from tests.conftest import make_client
 
@@ -104,7 +112,11 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
     lease = IssueLease.objects.get(issue=first, released_at__isnull=True)
     hook = webhooks.create_webhook(workspace=workspace, url=f"http://93.184.216.34/{MARK}")
     webhooks.enqueue(hook.pk)  # a delivery of each event so far
+    agent_key, _ = keys.mint_key(
+        workspace=workspace, name=f"{MARK} key", kind="agent", agent_name=f"{MARK}-agent"
+    )
     ids = {
+        "keys": agent_key.pk,
         "webhooks": hook.pk,
         "sessions": session.pk,
         "projects": project.pk,
@@ -141,6 +153,8 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "message-list": {"scope": f"issue:{issue}", "body": f"{MARK} spoofed"},
         "webhook-list": {"url": f"http://93.184.216.34/{MARK}-spoofed"},
         "webhook-detail": {"active": False},
+        "key-list": {"name": f"{MARK} key", "kind": "agent", "agent": f"{MARK}-agent"},
+        "key-revoke": {},
     }
     return bodies[route.name]
 
@@ -191,6 +205,7 @@ STRANGER_WRITES = {
     "file-claim-release": 404,
     "message-list": 400,
     "webhook-list": 201,
+    "key-list": 201,  # a key of the stranger's own workspace, for its own agent
 }
 
 
@@ -242,6 +257,9 @@ def test_another_workspace_sees_and_changes_nothing(
         assert response.status_code == 200, response.content[:300]
         assert MARK not in response.content.decode().lower()
         body = response.json()
+        if route.name == "key-list":  # the stranger's own key, and none of the first's
+            assert [key["workspace"] for key in body["results"]] == ["globex"]
+            body["results"] = []
         if "results" in body:
             assert body["results"] == []
             # The owner's key does see its own rows here: the check above is not empty.

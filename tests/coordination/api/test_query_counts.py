@@ -15,8 +15,9 @@ from django.db import connection
 
 from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import AgentSession, Issue, Project, Workspace, Worktree
-from coordination.services import agents, file_claims, leases, messages, worktrees
+from coordination.services import agents, file_claims, keys, leases, messages, worktrees
 from tests.api_helpers import V1
+from tests.conftest import make_client
 from tests.coordination.api.query_counts import COUNTS, expected
 
 pytestmark = pytest.mark.django_db
@@ -416,5 +417,73 @@ def test_a_state_change_costs_the_same_however_many_rows(
     assert response.status_code == call.status, response.content
 
 
+# --- with an agent key (invariant 13) -----------------------------------------------------
+# agent-0's own key, acting in agent-0's session (sessions[0]); it may force.
+
+
+def agent_register(w: World) -> Call:
+    return Call("POST", "/sessions/", {}, 201)
+
+
+def agent_message(w: World) -> Call:
+    return Call("POST", "/messages/", {"scope": f"issue:{w.leased[0].pk}", "body": "Hi."}, 201)
+
+
+AS_AGENT = {
+    "POST /sessions/ (agent key)": agent_register,
+    "POST /sessions/{id}/heartbeat/ (agent key)": heartbeat,
+    "POST /issues/{id}/claim/ (agent key)": lease_claim,
+    "POST /file-claims/ (agent key)": files_claim,
+    "POST /file-claims/ (agent key, force)": files_force,
+    "POST /file-claims/release/ (agent key)": files_release,
+    "POST /messages/ (agent key)": agent_message,
+    "POST /work/start/ (agent key)": lambda w: Call(
+        "POST", "/work/start/", {"issue": w.ready[0].pk, "paths": w.paths("go")}, 201
+    ),
+}
+
+
+@pytest.mark.parametrize("endpoint", AS_AGENT)
+def test_an_agent_keys_call_costs_what_the_table_says(endpoint, world, django_assert_num_queries):
+    _, raw = keys.mint_key(
+        workspace=world.workspace, kind="agent", agent_name="agent-0", can_force=True
+    )
+    call = AS_AGENT[endpoint](world)
+    with count(django_assert_num_queries, endpoint):
+        response = make_client(raw).post(V1 + call.url, call.body, format="json")
+    assert response.status_code == call.status, response.content
+
+
+# --- keys --------------------------------------------------------------------------------
+
+
+def key_calls(w: World, api_key_id: int) -> dict[str, Call]:
+    spare, _ = keys.mint_key(workspace=w.workspace, name="spare", kind="read")
+    return {
+        "GET /keys/me/": Call("GET", "/keys/me/", {}, 200),
+        "GET /keys/": Call("GET", "/keys/", {}, 200),
+        "POST /keys/": Call("POST", "/keys/", {"name": "n", "kind": "agent", "agent": "x"}, 201),
+        "POST /keys/{id}/revoke/": Call("POST", f"/keys/{spare.pk}/revoke/", {}, 200),
+    }
+
+
+KEY_CALLS = ["GET /keys/me/", "GET /keys/", "POST /keys/", "POST /keys/{id}/revoke/"]
+
+
+@pytest.mark.parametrize("endpoint", KEY_CALLS)
+def test_a_key_call_costs_what_the_table_says(endpoint, world, django_assert_num_queries):
+    for i in range(world.rows):  # rows of every kind: keys too
+        keys.mint_key(workspace=world.workspace, name=f"k{i}", kind="agent", agent_name=f"a{i}")
+    key, raw = keys.mint_key(workspace=world.workspace, name="fleet")
+    call = key_calls(world, key.pk)[endpoint]
+    client = make_client(raw)
+    with count(django_assert_num_queries, endpoint):
+        if call.method == "GET":
+            response = client.get(V1 + call.url)
+        else:
+            response = client.post(V1 + call.url, call.body, format="json")
+    assert response.status_code == call.status, response.content
+
+
 def test_the_table_names_every_endpoint_it_pins():
-    assert set(COUNTS) == {*LISTS, *DETAILS, *STATE_CHANGES}
+    assert set(COUNTS) == {*LISTS, *DETAILS, *STATE_CHANGES, *AS_AGENT, *KEY_CALLS}

@@ -22,6 +22,7 @@ import pytest
 
 from coordination.guard import pre_commit
 from coordination.models import ApiKey, ClaimConflict, FileClaim, Workspace
+from coordination.services import keys
 from tests.conftest import expire
 from tests.coordination.conftest import claim_paths
 
@@ -183,6 +184,24 @@ def test_a_commit_touching_another_issues_claim_is_refused(guarded, workspace, m
     assert f"issue {theirs.pk}, no session" in orphan_line
     assert "src/free.py" not in err and "docs/x.md" not in err
     assert not ClaimConflict.objects.exists()  # the guard only looked
+
+
+@LIVE
+def test_the_guard_works_with_a_read_key(guarded, workspace, mine_and_theirs):
+    """It only checks (invariant 13: a read key may, and writes nothing)."""
+    mine, theirs, coder = mine_and_theirs
+    claim_paths(workspace, theirs, ["src/api.py"], coder)
+    _, read = keys.mint_key(workspace=workspace, name="guard", kind="read")
+    guarded.env.update(PROJEKTOR_API_KEY=read, PROJEKTOR_ISSUE=str(mine.pk))
+    guarded.write("src/api.py")
+
+    refused = guarded.commit()
+    assert refused.returncode != 0 and "src/api.py" in refused.stderr, refused.stderr
+    guarded.git("restore", "--staged", "src/api.py")
+    guarded.write("src/free.py")
+    result = guarded.commit()
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert guarded.commits() == 2
 
 
 @LIVE

@@ -1,8 +1,10 @@
-"""``whoami``: the caller's key and workspace, from the key the request came with."""
+"""``whoami``: the caller's key and workspace, from the key the request came with (its
+REST call, ``GET /keys/me/``): a fleet key, and an agent key with its agent."""
 
 import pytest
 
 from coordination.models import ApiKey
+from coordination.services import keys
 from tests.coordination.mcp.conftest import call, connect, refused, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,8 +23,13 @@ def test_whoami_names_the_key_and_its_workspace(mcp_url, raw_key, other_workspac
                 "id": key.pk,
                 "name": "fleet",
                 "prefix": raw_key[:10],
+                "kind": "fleet",
+                "agent": None,
+                "can_force": True,
                 "workspace": "acme",
                 "workspace_name": "Acme",
+                "expires_at": None,
+                "revoked_at": None,
             }
             assert me["created_at"].endswith("Z")
 
@@ -30,5 +37,9 @@ def test_whoami_names_the_key_and_its_workspace(mcp_url, raw_key, other_workspac
             assert extra["code"] == "invalid" and "workspace" in extra["errors"]
         async with connect(mcp_url, theirs) as client:
             assert (await call(client, "whoami"))["workspace"] == "globex"
+        async with connect(mcp_url, agents_key) as client:
+            me = await call(client, "whoami")
+            assert (me["kind"], me["agent"], me["can_force"]) == ("agent", "coder-1", False)
 
+    _, agents_key = keys.mint_key(workspace=key.workspace, kind="agent", agent_name="coder-1")
     run(scenario)

@@ -11,7 +11,9 @@ import pytest
 from django.test import Client
 from django.urls import path
 
+from coordination.services import keys
 from projektor.operations.logs import JsonFormatter, RequestIdFilter, TextFormatter
+from tests.conftest import make_client
 from tests.projektor.test_settings import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -96,6 +98,17 @@ def test_a_refusal_names_the_key_and_workspace_but_not_another_agent(
     leased, held = (json.loads(line) for line in json_lines)
     assert leased["agent"] == "holder" and leased["route"] == "api/v1/issues/<pk>/claim/"
     assert held["status"] == 409 and held["agent"] is None and held["workspace"] == "acme"
+
+
+def test_an_agent_keys_line_names_its_agent_even_when_refused(workspace, make_session, json_lines):
+    """The key is the actor (invariant 13): its agent, loaded with it, no query more."""
+    mine, theirs = make_session("coder-1"), make_session("coder-2")
+    _, raw = keys.mint_key(workspace=workspace, kind="agent", agent_name="coder-1")
+    client = make_client(raw)
+    assert client.get("/api/v1/workflow/").status_code == 200
+    assert client.post(f"/api/v1/sessions/{theirs.pk}/heartbeat/").status_code == 403
+    assert client.post(f"/api/v1/sessions/{mine.pk}/heartbeat/").status_code == 200
+    assert [json.loads(line)["agent"] for line in json_lines] == ["coder-1"] * 3
 
 
 @pytest.mark.urls("tests.projektor.operations.test_requests")

@@ -7,16 +7,18 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from coordination.demo import access, world
+from coordination.demo import access, anchor, world
 from coordination.models import (
     Agent,
     AgentSession,
     ApiKey,
     ClaimConflict,
+    Event,
     FileClaim,
     Issue,
     IssueLease,
@@ -315,3 +317,59 @@ def test_no_free_issue_is_said_so(monkeypatch):
     out = run_tiny()
     assert field(out, "free issue").startswith("none")
     assert "ISSUE=" not in field(out, "shell")
+
+
+# --- re-anchoring a stale history ---------------------------------------------------
+
+
+def every_stamp(workspace: Workspace) -> list[Any]:
+    """Every moved stamp of the demo, in a fixed order (model, row, column)."""
+    return [
+        value
+        for model, columns in anchor.columns()
+        for row in anchor.rows_of(model, workspace).order_by("pk").values_list(*columns)
+        for value in row
+    ]
+
+
+def test_a_stale_history_is_moved_to_end_now_with_its_spacing_kept(demo):
+    anchor.shift(demo, -timedelta(days=3))  # three days pass with nobody at work
+    before = every_stamp(demo)
+    assert timezone.now() - anchor.newest_event(demo) > timedelta(days=3)
+    out = seed_demo()
+    after = every_stamp(demo)
+    moved = {
+        later - earlier for earlier, later in zip(before, after, strict=True) if earlier is not None
+    }
+    assert len(moved) == 1  # one delta for every stamp: the story keeps its shape
+    [delta] = moved
+    assert timedelta(days=3) < delta < timedelta(days=3, minutes=5)
+    assert [value is None for value in before] == [value is None for value in after]
+    now = anchor.db_now(demo)
+    assert now - anchor.newest_event(demo) < timedelta(minutes=1)
+    assert anchor.newest_stamp(demo) <= now  # nothing in the future
+    assert "re-anchored : moved 3 d 0 h forward, to end now" in out
+    assert seed_demo() and every_stamp(demo) == after  # once anchored, left alone
+
+
+def test_a_history_younger_than_a_day_is_left_alone(demo):
+    anchor.shift(demo, -timedelta(hours=20))
+    before = every_stamp(demo)
+    assert "re-anchored" not in seed_demo()
+    assert every_stamp(demo) == before
+
+
+def test_moved_stamps_keep_their_exact_value_and_one_text_format(demo):
+    """A stamp moved onto a whole second is still that exact time; on SQLite its text
+    keeps the ``.000000`` every other stamp has (anchor.keep_fraction)."""
+    event = Event.objects.filter(workspace=demo).order_by("pk").first()
+    onto_whole_second = timedelta(microseconds=event.occurred_at.microsecond)
+    anchor.shift(demo, -onto_whole_second)
+    event.refresh_from_db()
+    assert event.occurred_at.microsecond == 0
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COUNT(*) FROM coordination_event WHERE length(occurred_at) != 26"
+            )
+            assert cursor.fetchone() == (0,)

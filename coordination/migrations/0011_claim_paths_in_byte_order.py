@@ -29,6 +29,6 @@ def to_default(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("coordination", "0009_webhooks")]
+    dependencies = [("coordination", "0010_api_key_kinds")]
 
     operations = [migrations.RunPython(to_bytewise, to_default)]
