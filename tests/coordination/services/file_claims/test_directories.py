@@ -362,7 +362,7 @@ def test_the_holders_are_found_by_index_scans_only(workspace, make_issue, analyz
 
 @pytest.mark.postgres
 def test_claim_paths_compare_byte_for_byte_on_postgresql():
-    """Migration 0010: the range scan needs byte order, whatever the database's locale."""
+    """Migration 0011: the range scan needs byte order, whatever the database's locale."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT collation_name FROM information_schema.columns"
