@@ -51,7 +51,7 @@ holders' claim rows, in path order, as in ``locking``; a claimer waiting for pat
 locks holds no issue or row lock yet.
 
 **Flat cost.** The holders are found by index scans on that partial unique index,
-whose ``path`` column compares in byte order on both databases (migration 0010):
+whose ``path`` column compares in byte order on both databases (migration 0011):
 equality for the paths and their ancestors, one range scan per requested directory.
 An attempt sends the same statements however many paths it asks for and however
 many claims are held elsewhere (``tests/coordination/api/query_counts.py``).

@@ -118,6 +118,12 @@ class Dialect:
         ``BEGIN IMMEDIATE`` already made this transaction the only writer."""
         return f" {clause}" if self.postgres else ""
 
+    def sqlite_only(self, clause: str) -> str:
+        """`` INDEXED BY ...`` and the like on SQLite; nothing on PostgreSQL. SQLite's
+        planner has no statistics unless someone runs ANALYZE, and skewed ones can be
+        worse: a hot statement whose cost must follow what it finds names its index."""
+        return "" if self.postgres else f" {clause}"
+
     # --- lists of any length as one parameter --------------------------------------------
     # A claim's ancestors and subtrees come in lists whose length the caller does not
     # bound (100 paths of up to 512 segments each): an IN list of placeholders could

@@ -62,17 +62,25 @@ def path_locks(*, namespace: int, keys: list[int], exclusive: list[bool]) -> Sta
     )
 
 
+# The partial unique index (FileClaim.Meta): (workspace_id, path) WHERE released_at IS NULL.
+UNRELEASED_PATHS = "one_unreleased_claim_per_path"
+
+
 def overlapping_ids(d: Dialect, *, workspace_id: int, overlap: Overlap) -> Statement:
     """A subquery: the ids of the unreleased claims that overlap ``overlap``'s paths.
     Index scans on ``one_unreleased_claim_per_path`` only (equality for the paths and
     the directories above them, a range per requested directory), so its cost follows
-    what it finds, not how many claims are held (invariant 11)."""
+    what it finds, not how many claims are held or were ever held (invariant 11)."""
     ranges, range_params = d.ranges("r", overlap.lows, overlap.highs)
+    index = d.sqlite_only(f"INDEXED BY {UNRELEASED_PATHS}")
     return (
-        f"SELECT e.id FROM {CLAIM} e WHERE e.workspace_id = %s AND e.released_at IS NULL"
-        f" AND {d.any_of('e.path')}"
-        f" UNION ALL SELECT u.id FROM {ranges} JOIN {CLAIM} u ON u.workspace_id = %s"
-        " AND u.released_at IS NULL AND u.path > r.low AND u.path < r.high",
+        f"SELECT e.id FROM {CLAIM} e{index} WHERE e.workspace_id = %s"
+        f" AND e.released_at IS NULL AND {d.any_of('e.path')}"
+        # CROSS JOIN: SQLite keeps the bounds as the outer loop (a range scan each),
+        # never the claims.
+        f" UNION ALL SELECT u.id FROM {ranges} CROSS JOIN {CLAIM} u{index}"
+        " WHERE u.workspace_id = %s AND u.released_at IS NULL"
+        " AND u.path > r.low AND u.path < r.high",
         [workspace_id, d.listed(overlap.exact), *range_params, workspace_id],
     )
 
@@ -112,7 +120,10 @@ def overlapping_holders(
     ids, params = overlapping_ids(d, workspace_id=workspace_id, overlap=overlap)
     return (
         f"SELECT {columns(CLAIM, 'c')}, {columns(AGENT, 'a')}, {d.live('s')}"
-        f" FROM {CLAIM} c LEFT JOIN {SESSION} s ON s.id = c.session_id"
+        # NOT INDEXED: by rowid, as the ids come (SQLite may otherwise walk an index of
+        # every unreleased claim and test each against them).
+        f" FROM {CLAIM} c{d.sqlite_only('NOT INDEXED')}"
+        f" LEFT JOIN {SESSION} s ON s.id = c.session_id"
         f" LEFT JOIN {AGENT} a ON a.id = c.agent_id"
         f" WHERE c.released_at IS NULL AND {d.among('c.id', ids)}"
         f" ORDER BY c.path{d.lock('FOR UPDATE OF c') if lock else ''}",
