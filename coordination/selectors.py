@@ -109,8 +109,9 @@ def ready_issues(
 
     The queue alone filters with ``READY`` and sorts on ``READY_RANK``, the expressions
     of its partial index (``issue_ready_queue_idx``): the database walks the index in
-    the queue's order, skipping leased issues, and stops at the page's end; the count
-    reads the index only. With ``include_not_ready`` the open issues are sorted."""
+    the queue's order, skipping leased issues, and stops at the page's end; on
+    PostgreSQL the count reads the index only. With ``include_not_ready`` the open
+    issues are sorted."""
     live_lease = Exists(IssueLease.objects.live().filter(issue=OuterRef("pk")))
     rows = issues(workspace).filter(~live_lease).annotate(rank=READY_RANK)
     if project is not None:
