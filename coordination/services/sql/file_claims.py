@@ -62,8 +62,11 @@ def path_locks(*, namespace: int, keys: list[int], exclusive: list[bool]) -> Sta
     )
 
 
-# The partial unique index (FileClaim.Meta): (workspace_id, path) WHERE released_at IS NULL.
+# FileClaim.Meta's indexes, for SQLite's INDEXED BY (tests pin the names to the model):
+# the partial unique one, (workspace_id, path) WHERE released_at IS NULL, and
+# (workspace_id, issue_id, released_at), as migration 0002 named it.
 UNRELEASED_PATHS = "one_unreleased_claim_per_path"
+ISSUE_CLAIMS = "issue_file__workspa_8cf362_idx"
 
 
 def overlapping_ids(d: Dialect, *, workspace_id: int, overlap: Overlap) -> Statement:
@@ -234,9 +237,14 @@ def release_claims(
     ids: list[int] | None = None,
 ) -> Statement:
     """Release the unreleased claims matching every given filter, returning each one's
-    ``ReleasedClaim`` columns (its holder, for the event log). The rows are locked in
-    path order first, the order claimers lock them in, so a release and a claim of the
-    same paths queue instead of deadlocking."""
+    ``ReleasedClaim`` columns (its holder, for the event log). On PostgreSQL the rows
+    are locked in path order first, the order claimers lock them in, so a release and
+    a claim of the same paths queue instead of deadlocking. SQLite locks no row and
+    needs no order, and asked for one its planner walked the partial index of every
+    unreleased claim of the workspace to avoid a sort (a cost that grows with the
+    claims held, against invariant 11's flat cost); it is told its index instead: the
+    ids by rowid, paths by the partial index, an issue's claims by the issue index, a
+    session's by the partial one."""
     conditions = ["released_at IS NULL"]
     params: list[Any] = []
     for column, value in (
@@ -251,10 +259,18 @@ def release_claims(
         if values is not None:
             conditions.append(f"{column} IN ({placeholders(values)})" if values else "1 = 0")
             params += values
+    if ids is not None:
+        hint = "NOT INDEXED"
+    elif workspace_id is not None:
+        by_issue = issue_id is not None and paths is None
+        hint = f"INDEXED BY {ISSUE_CLAIMS if by_issue else UNRELEASED_PATHS}"
+    else:
+        hint = ""
     return (
         f"UPDATE {CLAIM} SET released_at = {d.now()}, release_reason = %s"
         f" WHERE released_at IS NULL AND id IN (SELECT id FROM {CLAIM}"
-        f" WHERE {' AND '.join(conditions)} ORDER BY path{d.lock('FOR UPDATE')})"
+        f"{d.sqlite_only(hint) if hint else ''}"
+        f" WHERE {' AND '.join(conditions)}{d.lock('ORDER BY path FOR UPDATE')})"
         f" RETURNING path, issue_id, session_id, agent_id,"
         f" (SELECT project_id FROM {ISSUE} WHERE id = {CLAIM}.issue_id)",
         [reason, *params],

@@ -60,3 +60,14 @@ def test_locks_are_postgresql_only_and_the_liveness_predicate_names_the_ttl():
 def test_a_release_by_an_empty_id_list_matches_nothing():
     text, params = sql.release_claims(sql.Dialect("sqlite", 120), reason="overridden", ids=[])
     assert "1 = 0" in text and params == ["overridden"]
+
+
+def test_the_claim_indexes_sqlite_is_told_to_use_are_the_models():
+    """SQLite's INDEXED BY names them (coordination.services.sql.file_claims)."""
+    from coordination.models import FileClaim
+    from coordination.services.sql import file_claims as statements
+
+    constraints = {constraint.name for constraint in FileClaim._meta.constraints}
+    indexes = {tuple(index.fields): index.name for index in FileClaim._meta.indexes}
+    assert statements.UNRELEASED_PATHS in constraints
+    assert indexes[("workspace", "issue", "released_at")] == statements.ISSUE_CLAIMS

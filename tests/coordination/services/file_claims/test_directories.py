@@ -360,6 +360,29 @@ def test_the_holders_are_found_by_index_scans_only(workspace, make_issue, analyz
     assert found == sorted(["m5/f5.py", *(f"m3/f{n}.py" for n in range(3, 4000, 40)), "d7/"])
 
 
+@pytest.mark.parametrize("analyzed", [False, True], ids=["no statistics", "analyzed"])
+def test_a_release_finds_the_issues_claims_by_index_however_many_are_held(
+    workspace, make_issue, analyzed
+):
+    """The other half of a bench op (claim, release): an issue's release reads its
+    own claims, not every claim the workspace holds (SQLite walked them all to read
+    them in path order, which only PostgreSQL's row locks need)."""
+    mine, crowd = make_issue(), make_issue()
+    FileClaim.objects.bulk_create(
+        FileClaim(workspace=workspace, issue=crowd, path=f"held/f{n}.py") for n in range(5000)
+    )
+    statement, params = sql.release_claims(
+        dialect(), reason="released", workspace_id=workspace.pk, issue_id=mine.pk, session_id=1
+    )
+
+    plan = plan_of(statement, params, analyzed=analyzed)
+
+    if connection.vendor == "postgresql":
+        assert "Seq Scan on issue_file_claims" not in plan, plan
+    else:
+        assert f"USING INDEX {sql.file_claims.ISSUE_CLAIMS} (workspace_id=? AND issue_id=?" in plan
+
+
 @pytest.mark.postgres
 def test_claim_paths_compare_byte_for_byte_on_postgresql():
     """Migration 0011: the range scan needs byte order, whatever the database's locale."""
