@@ -5,26 +5,28 @@ Two questions, one shape. *Claims* mode counts file claims made in the window
 rows (forced or not, by ``occurred_at``). The window is ``since <= t < until``.
 Prefixes match whole segments: ``a`` holds ``a/x`` but not ``ab/x``.
 
-How it is counted: one ``GROUP BY`` on the path cut to ``prefix + depth``
-segments, so the database returns at most one row per distinct prefix at the
-deepest level (never one row per event); the shallower levels are sums of those
-rows, added up here.
+How it is counted: the events per path in the window, whole days from the daily
+rollups and the partial days at its ends from the rows (``heatmap.rollups``), in one
+query that returns one row per path counted (never one per event); they are grouped
+here by the path cut to ``prefix + depth`` segments, and the shallower levels are
+sums of those groups.
 """
 
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import Count, Q
 
-from coordination.filtersets import under_prefix
-from coordination.models import ClaimConflict, FileClaim, Project, Workspace
+from coordination.models import Project, Workspace
 from coordination.paths import normalise_prefix as path_prefix
-from heatmap.paths import PathHead
+from heatmap.paths import path_head
+from heatmap.raw import Mode, events
+from heatmap.rollups import path_counts
 
-Mode = Literal["claims", "contention"]
+__all__ = ["Mode", "events"]  # the rows, for the pages' stories and pairs
 MODES: tuple[Mode, ...] = ("claims", "contention")
 MAX_DEPTH = 8
 DEFAULT_DEPTH = 2
@@ -77,56 +79,21 @@ def normalise_prefix(raw: str | None) -> str:
     return path_prefix(raw) if raw else ""
 
 
-def events(
-    workspace: Workspace,
-    *,
-    mode: Mode,
-    since: datetime,
-    until: datetime,
-    project: Project | None = None,
-    prefix: str = "",
-) -> QuerySet[Any]:
-    """The events of ``mode`` in the window, under ``prefix`` (already normalised)."""
-    rows: QuerySet[Any]
-    if mode == "claims":
-        rows = FileClaim.objects.filter(
-            workspace=workspace, claimed_at__gte=since, claimed_at__lt=until
-        )
-        if project is not None:
-            rows = rows.filter(issue__project=project)
-    else:
-        rows = ClaimConflict.objects.filter(
-            workspace=workspace, occurred_at__gte=since, occurred_at__lt=until
-        )
-        if project is not None:
-            rows = rows.filter(rejected_issue__project=project)
-    if prefix:  # whole segments: the prefix itself, or anything under "<prefix>/"
-        rows = under_prefix(rows, "path", prefix)
-    return rows
-
-
-def prefix_counts(
-    workspace: Workspace,
-    *,
-    mode: Mode,
-    since: datetime,
-    until: datetime,
-    project: Project | None = None,
-    prefix: str = "",
-    depth: int = DEFAULT_DEPTH,
-) -> QuerySet[Any]:
-    """``(head, deeper, count, files)`` rows: the events grouped by their path cut
-    ``depth`` segments below ``prefix``, whether any path went on below the cut, and
-    how many distinct paths each group holds."""
-    base = len(prefix.split("/")) if prefix else 0
-    return (
-        events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
-        .annotate(head=PathHead("path", base + depth))
-        .annotate(deeper=ExpressionWrapper(~Q(path=F("head")), output_field=BooleanField()))
-        .values_list("head", "deeper")
-        .annotate(count=Count("*"), files=Count("path", distinct=True))
-        .order_by()
-    )
+def grouped_by_head(
+    counts: dict[str, int], *, base: int, depth: int
+) -> list[tuple[str, bool, int, int]]:
+    """``(head, deeper, count, files)`` rows: the paths' counts grouped by their path
+    cut ``depth`` segments below the prefix's ``base`` segments, whether any path went
+    on below the cut, and how many distinct paths each group holds."""
+    groups: dict[str, list[int]] = {}
+    deeper: dict[str, bool] = defaultdict(bool)
+    for path, count in counts.items():
+        head = path_head(path, base + depth)
+        group = groups.setdefault(head, [0, 0])
+        group[0] += count
+        group[1] += 1
+        deeper[head] |= path != head
+    return [(head, deeper[head], count, files) for head, (count, files) in groups.items()]
 
 
 def code_heatmap(
@@ -140,16 +107,11 @@ def code_heatmap(
     depth: int = DEFAULT_DEPTH,
 ) -> Heatmap:
     """Each prefix up to ``depth`` segments below ``prefix``, with its event count."""
-    grouped = prefix_counts(
-        workspace,
-        mode=mode,
-        since=since,
-        until=until,
-        project=project,
-        prefix=prefix,
-        depth=depth,
+    counts = path_counts(
+        workspace, mode=mode, since=since, until=until, project=project, prefix=prefix
     )
-    total, nodes = roll_up(grouped, base=len(prefix.split("/")) if prefix else 0)
+    base = len(prefix.split("/")) if prefix else 0
+    total, nodes = roll_up(grouped_by_head(counts, base=base, depth=depth), base=base)
     return Heatmap(
         mode=mode,
         since=since,
@@ -207,13 +169,10 @@ def hottest_paths(
     limit: int = 15,
 ) -> list[tuple[str, int]]:
     """The single paths with the most events under ``prefix``."""
-    rows = (
-        events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
-        .values_list("path")
-        .annotate(count=Count("*"))
-        .order_by("-count", "path")[:limit]
+    counts = path_counts(
+        workspace, mode=mode, since=since, until=until, project=project, prefix=prefix
     )
-    return [(path, count) for path, count in rows]
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
 @dataclass(frozen=True)

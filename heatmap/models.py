@@ -1,0 +1,63 @@
+"""Daily rollups of the heatmap's two event logs, kept exact by database triggers.
+
+One ``RollupKey`` per (workspace, project, mode, path) ever counted, and one
+``RollupDay`` per key and UTC day with events: ``n`` events that day and ``before``
+events on the days before it. So the count of a key on any run of whole days is two
+index probes, ``C(end) - C(start)`` with ``C(day) = before + n`` of the key's last row
+before ``day``, however long the history and however wide the window
+(``heatmap.rollups``). The triggers (``heatmap.rollups.triggers``) maintain both in
+the transaction that writes the event rows.
+"""
+
+from django.db import models
+
+from coordination.models import Project, Workspace
+
+
+class RollupMode(models.TextChoices):
+    CLAIMS = "claims"  # issue_file_claims rows, by claimed_at
+    CONTENTION = "contention"  # claim_conflicts rows, by occurred_at
+
+
+class RollupKey(models.Model):
+    """A path counted in one mode for one project; ``first_day`` and ``last_day``
+    bound its days with events, so a window skips the keys it cannot touch."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    mode = models.CharField(max_length=16, choices=RollupMode.choices)
+    path = models.CharField(max_length=1024)
+    first_day = models.DateField()
+    last_day = models.DateField()
+
+    class Meta:
+        db_table = "heatmap_rollup_keys"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "project", "mode", "path"], name="one_rollup_key_per_path"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "mode", "last_day"], name="rollup_keys_by_last_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.path}"
+
+
+class RollupDay(models.Model):
+    """One key's events on one UTC day (``n``) and on all its days before (``before``)."""
+
+    key = models.ForeignKey(RollupKey, on_delete=models.CASCADE, related_name="days")
+    day = models.DateField()
+    n = models.BigIntegerField()
+    before = models.BigIntegerField()
+
+    class Meta:
+        db_table = "heatmap_rollup_days"
+        constraints = [
+            models.UniqueConstraint(fields=["key", "day"], name="one_rollup_row_per_key_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key_id} {self.day}: {self.n}"

@@ -1,0 +1,277 @@
+"""The triggers that keep the heatmap's rollups exact, in the writer's transaction.
+
+Each event table (``issue_file_claims`` by ``claimed_at``, ``claim_conflicts`` by
+``occurred_at``) gets three: after an insert, after a delete, and after an update
+that moves a row's path, time or issue. An event on day ``D`` of key ``K`` (its
+workspace, its issue's project, the mode, its path) adds to ``n`` of ``(K, D)`` —
+the row is made if missing, with ``before`` read from ``K``'s last row before ``D``
+— and to ``before`` of every later row of ``K`` (none, for an event of today). A
+removal subtracts the same, and drops a row left with no events (the rows around it
+give the same counts). So ``C(day) = before + n`` of a key's last row before
+``day`` is always the number of its events before ``day``.
+
+**Exact under concurrency.** SQLite has one writer at a time. On PostgreSQL (READ
+COMMITTED) two writers of one key could otherwise race: one making a key's first row
+of a new day computes ``before`` from the rows it sees, while the other adds to an
+earlier day and updates only the later rows it sees. So every writer first locks the
+key's row (``ON CONFLICT DO UPDATE`` locks the row it meets, even when its ``WHERE``
+changes nothing; a removal locks with ``FOR UPDATE``) and keeps it to its commit:
+writers of one key take turns, and each statement after the lock sees the other's
+committed rows. Lock order: a claim or conflict insert is one statement with its
+keys in path order, all of one issue's project and one mode; a claim transaction
+also holds the paths' advisory locks already (``coordination.services.file_claims``),
+so no new wait is added between claimers of different paths.
+
+**Costs.** PostgreSQL runs the insert trigger once per statement, over the
+statement's rows (transition tables): three statements per insert, grouped by key
+and day. SQLite runs three short statements per row. Updates (``seed_demo``'s
+re-anchoring) fire only when path, time or issue changes, so releases cost nothing.
+
+A project is counted as the issue's project when the event was written; moving an
+issue to another project later leaves its past events where they were counted.
+
+Changing this SQL needs a migration that installs it again (``install``).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from coordination.models import ClaimConflict, FileClaim, Issue
+from heatmap.models import RollupDay, RollupKey, RollupMode
+
+
+@dataclass(frozen=True)
+class Source:
+    table: str
+    mode: str
+    at: str  # the time column
+    issue: str  # the column naming the issue whose project counts it
+
+    @property
+    def name(self) -> str:
+        return f"heatmap_rollup_{self.mode}"
+
+
+SOURCES = (
+    Source(FileClaim._meta.db_table, RollupMode.CLAIMS.value, "claimed_at", "issue_id"),
+    Source(
+        ClaimConflict._meta.db_table,
+        RollupMode.CONTENTION.value,
+        "occurred_at",
+        "rejected_issue_id",
+    ),
+)
+KEYS = RollupKey._meta.db_table
+DAYS = RollupDay._meta.db_table
+ISSUES = Issue._meta.db_table
+KEY_COLUMNS = "(workspace_id, project_id, mode, path)"
+
+
+# --- PostgreSQL: set-based, over a statement's rows ------------------------------------
+
+
+def _pg_keyed(source: Source, rows: str) -> str:
+    """``(key_id, day, n)`` of ``rows`` (columns workspace_id, issue_id, path, at)."""
+    return (
+        "SELECT k.id AS key_id, x.day, x.n FROM ("
+        " SELECT r.workspace_id, i.project_id, r.path,"
+        " (r.at AT TIME ZONE 'UTC')::date AS day, count(*) AS n"
+        f" FROM ({rows}) r JOIN {ISSUES} i ON i.id = r.issue_id GROUP BY 1, 2, 3, 4"
+        f") x JOIN {KEYS} k ON k.workspace_id = x.workspace_id AND k.project_id = x.project_id"
+        f" AND k.mode = '{source.mode}' AND k.path = x.path"
+    )
+
+
+def _pg_later(source: Source, rows: str) -> str:
+    """``(id, n)``: each row of a key dated after some of ``rows``' days of that key,
+    with the events of those earlier days."""
+    return (
+        f"SELECT d.id, sum(y.n) AS n FROM ({_pg_keyed(source, rows)}) y"
+        f" JOIN {DAYS} d ON d.key_id = y.key_id AND d.day > y.day GROUP BY d.id"
+    )
+
+
+def _pg_insertion(source: Source, rows: str) -> str:
+    return f"""
+    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)
+    SELECT r.workspace_id, i.project_id, '{source.mode}', r.path,
+           min((r.at AT TIME ZONE 'UTC')::date), max((r.at AT TIME ZONE 'UTC')::date)
+    FROM ({rows}) r JOIN {ISSUES} i ON i.id = r.issue_id
+    GROUP BY r.workspace_id, i.project_id, r.path
+    ORDER BY r.workspace_id, i.project_id, r.path
+    ON CONFLICT {KEY_COLUMNS} DO UPDATE
+    SET first_day = LEAST({KEYS}.first_day, excluded.first_day),
+        last_day = GREATEST({KEYS}.last_day, excluded.last_day)
+    WHERE excluded.first_day < {KEYS}.first_day OR excluded.last_day > {KEYS}.last_day;
+
+    INSERT INTO {DAYS} (key_id, day, n, before)
+    SELECT y.key_id, y.day, y.n, COALESCE((
+        SELECT d.before + d.n FROM {DAYS} d
+        WHERE d.key_id = y.key_id AND d.day < y.day ORDER BY d.day DESC LIMIT 1), 0)
+    FROM ({_pg_keyed(source, rows)}) y ORDER BY y.key_id, y.day
+    ON CONFLICT (key_id, day) DO UPDATE SET n = {DAYS}.n + excluded.n;
+
+    UPDATE {DAYS} SET before = {DAYS}.before + later.n
+    FROM ({_pg_later(source, rows)}) later WHERE {DAYS}.id = later.id;
+    """
+
+
+def _pg_removal(source: Source, rows: str) -> str:
+    return f"""
+    PERFORM 1 FROM {KEYS} WHERE id IN (SELECT key_id FROM ({_pg_keyed(source, rows)}) y)
+    ORDER BY id FOR UPDATE;
+
+    UPDATE {DAYS} SET n = {DAYS}.n - y.n FROM ({_pg_keyed(source, rows)}) y
+    WHERE {DAYS}.key_id = y.key_id AND {DAYS}.day = y.day;
+
+    DELETE FROM {DAYS} d USING ({_pg_keyed(source, rows)}) y
+    WHERE d.key_id = y.key_id AND d.day = y.day AND d.n = 0;
+
+    UPDATE {DAYS} SET before = {DAYS}.before - later.n
+    FROM ({_pg_later(source, rows)}) later WHERE {DAYS}.id = later.id;
+    """
+
+
+def _pg_rows(source: Source, ref: str) -> str:
+    """A row (``OLD``/``NEW``) or a transition table, as the columns the SQL reads."""
+    if ref in ("OLD", "NEW"):
+        return (
+            f"SELECT {ref}.workspace_id AS workspace_id, {ref}.{source.issue} AS issue_id,"
+            f" {ref}.path AS path, {ref}.{source.at} AS at"
+        )
+    return f"SELECT workspace_id, {source.issue} AS issue_id, path, {source.at} AS at FROM {ref}"
+
+
+def _pg_function(name: str, body: str) -> str:
+    return (
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n{body}\nRETURN NULL;\nEND;\n$$"
+    )
+
+
+def postgresql(source: Source) -> Iterator[str]:
+    moved = " OR ".join(
+        f"OLD.{column} IS DISTINCT FROM NEW.{column}"
+        for column in ("path", source.at, source.issue)
+    )
+    yield _pg_function(f"{source.name}_insert", _pg_insertion(source, _pg_rows(source, "new_rows")))
+    yield _pg_function(f"{source.name}_delete", _pg_removal(source, _pg_rows(source, "old_rows")))
+    yield _pg_function(
+        f"{source.name}_update",
+        _pg_removal(source, _pg_rows(source, "OLD"))
+        + _pg_insertion(source, _pg_rows(source, "NEW")),
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_insert AFTER INSERT ON {source.table}"
+        f" REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT"
+        f" EXECUTE FUNCTION {source.name}_insert()"
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_delete AFTER DELETE ON {source.table}"
+        f" REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT"
+        f" EXECUTE FUNCTION {source.name}_delete()"
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_update"
+        f" AFTER UPDATE OF path, {source.at}, {source.issue} ON {source.table}"
+        f" FOR EACH ROW WHEN ({moved}) EXECUTE FUNCTION {source.name}_update()"
+    )
+
+
+# --- SQLite: row by row ----------------------------------------------------------------
+
+
+def _sqlite_key(source: Source, ref: str) -> str:
+    return (
+        f"(SELECT k.id FROM {KEYS} k WHERE k.workspace_id = {ref}.workspace_id"
+        f" AND k.project_id = (SELECT project_id FROM {ISSUES} WHERE id = {ref}.{source.issue})"
+        f" AND k.mode = '{source.mode}' AND k.path = {ref}.path)"
+    )
+
+
+def _sqlite_insertion(source: Source) -> str:
+    day = f"date(NEW.{source.at})"
+    key = _sqlite_key(source, "NEW")
+    return f"""
+    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)
+    SELECT NEW.workspace_id, i.project_id, '{source.mode}', NEW.path, {day}, {day}
+    FROM {ISSUES} i WHERE i.id = NEW.{source.issue}
+    ON CONFLICT {KEY_COLUMNS} DO UPDATE
+    SET first_day = min(first_day, excluded.first_day), last_day = max(last_day, excluded.last_day)
+    WHERE excluded.first_day < first_day OR excluded.last_day > last_day;
+
+    INSERT INTO {DAYS} (key_id, day, n, before)
+    SELECT x.id, {day}, 1, coalesce((
+        SELECT d.before + d.n FROM {DAYS} d
+        WHERE d.key_id = x.id AND d.day < {day} ORDER BY d.day DESC LIMIT 1), 0)
+    FROM (SELECT {key} AS id) x WHERE true
+    ON CONFLICT (key_id, day) DO UPDATE SET n = n + 1;
+
+    UPDATE {DAYS} SET before = before + 1 WHERE key_id = {key} AND day > {day};
+    """
+
+
+def _sqlite_removal(source: Source) -> str:
+    day = f"date(OLD.{source.at})"
+    key = _sqlite_key(source, "OLD")
+    return f"""
+    UPDATE {DAYS} SET n = n - 1 WHERE key_id = {key} AND day = {day};
+    DELETE FROM {DAYS} WHERE key_id = {key} AND day = {day} AND n = 0;
+    UPDATE {DAYS} SET before = before - 1 WHERE key_id = {key} AND day > {day};
+    """
+
+
+def sqlite(source: Source) -> Iterator[str]:
+    moved = " OR ".join(
+        f"OLD.{column} IS NOT NEW.{column}" for column in ("path", source.at, source.issue)
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_insert AFTER INSERT ON {source.table}"
+        f" FOR EACH ROW BEGIN {_sqlite_insertion(source)} END"
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_delete AFTER DELETE ON {source.table}"
+        f" FOR EACH ROW BEGIN {_sqlite_removal(source)} END"
+    )
+    yield (
+        f"CREATE TRIGGER {source.name}_update"
+        f" AFTER UPDATE OF path, {source.at}, {source.issue} ON {source.table}"
+        f" FOR EACH ROW WHEN {moved}"
+        f" BEGIN {_sqlite_removal(source)} {_sqlite_insertion(source)} END"
+    )
+
+
+# --- installing ------------------------------------------------------------------------
+
+
+def creating(vendor: str) -> list[str]:
+    make = postgresql if vendor == "postgresql" else sqlite
+    return [statement for source in SOURCES for statement in make(source)]
+
+
+def dropping(vendor: str) -> list[str]:
+    statements = []
+    for source in SOURCES:
+        for event in ("insert", "delete", "update"):
+            name = f"{source.name}_{event}"
+            if vendor == "postgresql":
+                statements.append(f"DROP TRIGGER IF EXISTS {name} ON {source.table}")
+                statements.append(f"DROP FUNCTION IF EXISTS {name}()")
+            else:
+                statements.append(f"DROP TRIGGER IF EXISTS {name}")
+    return statements
+
+
+def install(connection: BaseDatabaseWrapper) -> None:
+    """(Re)create every trigger on ``connection``'s database."""
+    with connection.cursor() as cursor:
+        for statement in dropping(connection.vendor) + creating(connection.vendor):
+            cursor.execute(statement)
+
+
+def uninstall(connection: BaseDatabaseWrapper) -> None:
+    with connection.cursor() as cursor:
+        for statement in dropping(connection.vendor):
+            cursor.execute(statement)

@@ -1,0 +1,188 @@
+"""The daily rollups against the event rows they count (SQLite and PostgreSQL).
+
+Any history, written in any order (back-dated rows included), with rows deleted and
+moved to other days, gives the same counts from the rollups as from the rows, in any
+window, and rollups that ``recount`` would build again. The raw rows are the oracle.
+"""
+
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from itertools import groupby
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db.models import Count
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coordination.models import ClaimConflict, FileClaim, Issue, Project, Workspace
+from coordination.services import logs
+from heatmap import raw
+from heatmap.models import RollupDay, RollupKey
+from heatmap.rollups import path_counts, whole_days
+from heatmap.rollups.recount import recount
+from heatmap.selectors import code_heatmap
+
+pytestmark = pytest.mark.django_db
+
+DAY0 = datetime(2026, 10, 1, tzinfo=UTC)
+PATHS = ("src/api/views.py", "src/api/", "src/web/app.tsx", "srcs/x.py", "README.md", "docs/a.md")
+PREFIXES = ("", "src", "src/api", "docs")
+
+event = st.tuples(
+    st.sampled_from(("claims", "contention")),
+    st.integers(0, 1),  # which project
+    st.sampled_from(PATHS),
+    st.integers(0, 12 * 24 * 60 - 1),  # minutes after DAY0: twelve days
+)
+window = st.tuples(st.integers(0, 13 * 24), st.integers(1, 13 * 24))  # hours
+
+
+def oracle(workspace, mode, since, until, project, prefix) -> dict[str, int]:
+    rows = raw.events(
+        workspace, mode=mode, since=since, until=until, project=project, prefix=prefix
+    )
+    return dict(rows.values_list("path").annotate(n=Count("*")).order_by())
+
+
+def write(issue: Issue, mode: str, path: str, at: datetime) -> FileClaim | ClaimConflict:
+    if mode == "claims":
+        claim = FileClaim.objects.create(
+            workspace=issue.workspace,
+            issue=issue,
+            path=path,
+            released_at=at + timedelta(minutes=1),
+            release_reason="released",
+        )
+        FileClaim.objects.filter(pk=claim.pk).update(claimed_at=at)
+        return claim
+    return ClaimConflict.objects.create(
+        workspace=issue.workspace,
+        path=path,
+        rejected_issue=issue,
+        holding_issue=issue,
+        occurred_at=at,
+    )
+
+
+def assert_consistent(workspace: Workspace) -> None:
+    """Every row's ``before`` is the sum of its key's earlier ``n``; and the rollups
+    are what ``recount`` builds from the rows."""
+    rows = list(
+        RollupDay.objects.filter(key__workspace=workspace)
+        .order_by("key_id", "day")
+        .values_list("key__mode", "key__project_id", "key__path", "day", "n", "before")
+    )
+    for _, days in groupby(rows, key=lambda row: row[:3]):
+        seen = 0
+        for *_, n, before in days:
+            assert before == seen
+            seen += n
+    recount(workspace.pk)
+    rebuilt = list(
+        RollupDay.objects.filter(key__workspace=workspace)
+        .order_by("key__mode", "key__project_id", "key__path", "day")
+        .values_list("key__mode", "key__project_id", "key__path", "day", "n")
+    )
+    assert sorted(row[:5] for row in rows) == rebuilt
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    events=st.lists(event, min_size=1, max_size=40),
+    removed=st.sets(st.integers(0, 39), max_size=6),
+    moved=st.lists(st.tuples(st.integers(0, 39), st.integers(-3 * 24, 3 * 24)), max_size=6),
+    windows=st.lists(
+        st.tuples(window, st.sampled_from(PREFIXES), st.booleans()), min_size=3, max_size=6
+    ),
+)
+def test_rollups_count_what_the_rows_count(events, removed, moved, windows):
+    workspace = Workspace.objects.create(slug=f"w-{uuid.uuid4().hex[:12]}", name="W")
+    projects = [
+        Project.objects.create(workspace=workspace, key=key, name=key) for key in ("p0", "p1")
+    ]
+    issues = [Issue.objects.create(workspace=workspace, project=p, title="I") for p in projects]
+    written = [
+        write(issues[project], mode, path, DAY0 + timedelta(minutes=minutes))
+        for mode, project, path, minutes in events
+    ]
+    with logs.unlocked(workspace.pk):  # the conflict log's door, as seed_demo uses it
+        for index, hours in moved:  # re-dated, as seed_demo re-anchors a history
+            if index < len(written):
+                row = written[index]
+                field = "claimed_at" if isinstance(row, FileClaim) else "occurred_at"
+                type(row).objects.filter(pk=row.pk).update(
+                    **{field: DAY0 + timedelta(minutes=events[index][3], hours=hours)}
+                )
+        for index in removed:
+            if index < len(written):
+                written[index].delete()
+    for (start, length), prefix, by_project in windows:
+        since = DAY0 - timedelta(days=3) + timedelta(hours=start, minutes=start % 7)
+        until = since + timedelta(hours=length)
+        for mode in ("claims", "contention"):
+            project = projects[start % 2] if by_project else None
+            assert path_counts(
+                workspace, mode=mode, since=since, until=until, project=project, prefix=prefix
+            ) == oracle(workspace, mode, since, until, project, prefix)
+    assert_consistent(workspace)
+
+
+def test_whole_days_of_a_window():
+    assert whole_days(DAY0, DAY0 + timedelta(days=2)) == (DAY0.date(), (DAY0 + timedelta(2)).date())
+    late = DAY0 + timedelta(hours=1)
+    assert whole_days(late, late + timedelta(days=2)) == (
+        (DAY0 + timedelta(1)).date(),
+        (DAY0 + timedelta(2)).date(),
+    )
+    assert whole_days(late, late + timedelta(hours=30)) is None  # no whole day inside
+
+
+def test_a_ninety_day_heatmap_is_one_query_and_reads_one_row_per_path(
+    workspace, make_issue, add_claim, django_assert_num_queries
+):
+    issue = make_issue()
+    for day in range(90):
+        for index in range(3):
+            add_claim(issue, f"src/m{index}/f.py", DAY0 + timedelta(days=day, hours=index))
+    since = DAY0 + timedelta(hours=6)
+    with django_assert_num_queries(1):
+        heatmap = code_heatmap(
+            workspace, mode="claims", since=since, until=since + timedelta(days=89)
+        )
+    assert heatmap.total == 89 * 3
+    assert RollupKey.objects.filter(workspace=workspace).count() == 3
+    assert RollupDay.objects.filter(key__workspace=workspace).count() == 90 * 3
+
+
+def test_a_project_counts_the_events_of_its_issues(workspace, project, make_issue, add_claim):
+    other = Project.objects.create(workspace=workspace, key="web", name="Web")
+    add_claim(make_issue(), "src/a.py", DAY0 + timedelta(hours=1))
+    add_claim(make_issue(project=other), "src/a.py", DAY0 + timedelta(hours=2))
+    add_claim(make_issue(project=other), "src/b.py", DAY0 + timedelta(days=1, hours=2))
+    window = {"since": DAY0, "until": DAY0 + timedelta(days=3)}
+    assert path_counts(workspace, mode="claims", project=other, **window) == {
+        "src/a.py": 1,
+        "src/b.py": 1,
+    }
+    assert path_counts(workspace, mode="claims", **window) == {"src/a.py": 2, "src/b.py": 1}
+    assert Counter(RollupKey.objects.values_list("project__key", flat=True)) == {
+        "core": 1,
+        "web": 2,
+    }
+
+
+def test_recount_command_rebuilds_one_workspace(workspace, other_workspace, make_issue, add_claim):
+    add_claim(make_issue(), "src/a.py", DAY0)
+    before = list(RollupDay.objects.values_list("key__path", "day", "n", "before"))
+    RollupDay.objects.all().delete()
+    RollupKey.objects.all().delete()
+    call_command("recount_heatmap", "--workspace", workspace.slug, stdout=None)
+    assert list(RollupDay.objects.values_list("key__path", "day", "n", "before")) == before
+    with pytest.raises(CommandError, match="No workspace"):
+        call_command("recount_heatmap", "--workspace", "nope")
