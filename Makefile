@@ -107,14 +107,15 @@ bench-claims: install
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench.sqlite3 $(BIN)/python manage.py bench_claims
 
-# Heatmap queries over 1M conflicts and 1M claims, on PostgreSQL and on SQLite.
+# The heatmap over 7, 30 and 90 days of a year of 10M conflicts, claims and events
+# (HEATMAP_ARGS, e.g. "--rows 1000000"), on PostgreSQL and on SQLite.
 bench-heatmap: install
 	-createdb -h 127.0.0.1 -U postgres projektor 2>/dev/null
 	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py migrate -v0
-	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_heatmap
+	$(TEST_ENV) DATABASE_URL=$(BENCH_URL) $(BIN)/python manage.py bench_heatmap $(HEATMAP_ARGS)
 	rm -f /tmp/projektor-bench-heatmap.sqlite3*
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py migrate -v0
-	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap $(HEATMAP_ARGS)
 
 # Webhook deliveries per second to a local receiver, on PostgreSQL and on SQLite.
 bench-webhooks: install

@@ -59,6 +59,11 @@ class Heatmap:
     project: Project | None
     total: int
     nodes: list[Node] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict, repr=False)  # events per path
+
+    def hottest(self, limit: int = 15) -> list[tuple[str, int]]:
+        """The single paths with the most events: ``hottest_paths`` of the same query."""
+        return most(self.counts, limit)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -121,6 +126,7 @@ def code_heatmap(
         project=project,
         total=total,
         nodes=nodes,
+        counts=counts,
     )
 
 
@@ -172,6 +178,10 @@ def hottest_paths(
     counts = path_counts(
         workspace, mode=mode, since=since, until=until, project=project, prefix=prefix
     )
+    return most(counts, limit)
+
+
+def most(counts: dict[str, int], limit: int) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 

@@ -155,7 +155,7 @@ def heatmap_page(request: HttpRequest, slug: str) -> HttpResponse:
             for node in heatmap.nodes
             if node.depth == 1
         ],
-        "hottest": selectors.hottest_paths(workspace, mode=heatmap.mode, **window),
+        "hottest": heatmap.hottest(),
         "pairs": (
             selectors.colliding_pairs(workspace, **window) if heatmap.mode == "contention" else []
         ),

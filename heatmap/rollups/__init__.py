@@ -1,4 +1,5 @@
-"""Events per path in a window, read from the daily rollups and the window's edges.
+"""Events per path in a window, read from the daily rollups and the window's edges
+(invariant 14).
 
 A window ``[since, until)`` splits into whole UTC days ``[first, end)`` and at most
 two partial days around them. The whole days come from the rollups

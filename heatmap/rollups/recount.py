@@ -7,6 +7,8 @@ from django.db import connection, transaction
 from heatmap.models import RollupDay, RollupKey
 from heatmap.rollups.triggers import DAYS, ISSUES, KEYS, SOURCES, Source
 
+COUNTED = "heatmap_recount"  # a temporary table: one source's events per key and day
+
 
 def day_of(column: str) -> str:
     if connection.vendor == "postgresql":
@@ -15,10 +17,11 @@ def day_of(column: str) -> str:
 
 
 def _per_day(source: Source, where: str) -> str:
+    day = day_of(f"r.{source.at}")
     return (
-        f"SELECT r.workspace_id, i.project_id, r.path, {day_of('r.' + source.at)} AS day,"
-        f" count(*) AS n FROM {source.table} r JOIN {ISSUES} i ON i.id = r.{source.issue}"
-        f" {where} GROUP BY r.workspace_id, i.project_id, r.path, {day_of('r.' + source.at)}"
+        f"SELECT r.workspace_id, i.project_id, r.path, {day} AS day, count(*) AS n"
+        f" FROM {source.table} r JOIN {ISSUES} i ON i.id = r.{source.issue} {where}"
+        f" GROUP BY r.workspace_id, i.project_id, r.path, {day}"
     )
 
 
@@ -29,24 +32,24 @@ def recount(workspace_id: int | None = None) -> None:
     if workspace_id is not None:
         keys = keys.filter(workspace_id=workspace_id)
         where, params = "WHERE r.workspace_id = %s", [workspace_id]
-    with transaction.atomic():
+    with transaction.atomic(), connection.cursor() as cursor:
         RollupDay.objects.filter(key__in=keys).delete()
         keys.delete()
-        with connection.cursor() as cursor:
-            for source in SOURCES:
-                cursor.execute(
-                    f"INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day,"
-                    f" last_day) SELECT workspace_id, project_id, '{source.mode}', path,"
-                    f" min(day), max(day) FROM ({_per_day(source, where)}) x"
-                    " GROUP BY workspace_id, project_id, path",
-                    params,
-                )
-                cursor.execute(
-                    f"INSERT INTO {DAYS} (key_id, day, n, before)"
-                    " SELECT k.id, x.day, x.n,"
-                    " sum(x.n) OVER (PARTITION BY k.id ORDER BY x.day) - x.n"
-                    f" FROM ({_per_day(source, where)}) x JOIN {KEYS} k"
-                    " ON k.workspace_id = x.workspace_id AND k.project_id = x.project_id"
-                    f" AND k.mode = '{source.mode}' AND k.path = x.path",
-                    params,
-                )
+        for source in SOURCES:
+            # Counted once, then analysed: the joins below are planned on true sizes.
+            cursor.execute(f"CREATE TEMPORARY TABLE {COUNTED} AS {_per_day(source, where)}", params)
+            cursor.execute(f"ANALYZE {COUNTED}")
+            cursor.execute(
+                f"INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)"
+                f" SELECT workspace_id, project_id, '{source.mode}', path, min(day), max(day)"
+                f" FROM {COUNTED} GROUP BY workspace_id, project_id, path"
+            )
+            cursor.execute(f"ANALYZE {KEYS}")
+            cursor.execute(
+                f"INSERT INTO {DAYS} (key_id, day, n, before)"
+                " SELECT k.id, x.day, x.n, sum(x.n) OVER (PARTITION BY k.id ORDER BY x.day) - x.n"
+                f" FROM {COUNTED} x JOIN {KEYS} k ON k.workspace_id = x.workspace_id"
+                f" AND k.project_id = x.project_id AND k.mode = '{source.mode}'"
+                " AND k.path = x.path"
+            )
+            cursor.execute(f"DROP TABLE {COUNTED}")

@@ -1,4 +1,5 @@
-"""The daily rollups against the event rows they count (SQLite and PostgreSQL).
+"""The daily rollups against the event rows they count (invariant 14; SQLite and
+PostgreSQL).
 
 Any history, written in any order (back-dated rows included), with rows deleted and
 moved to other days, gives the same counts from the rollups as from the rows, in any
