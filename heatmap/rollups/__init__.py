@@ -20,7 +20,6 @@ from django.db.models import (
     F,
     IntegerField,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Value,
@@ -94,26 +93,25 @@ def path_counts(
     prefix: str = "",
 ) -> dict[str, int]:
     """Events per path in ``[since, until)`` under ``prefix``; paths with none are left out."""
-    edges = Q(at__gte=since, at__lt=until)
     days = whole_days(since, until)
+    # The partial days, each a range of its own: one index range scan each.
+    spans = [(since, until)]
     if days is not None:
-        first, end = days
-        edges = Q(at__gte=since, at__lt=midnight(first)) | Q(at__gte=midnight(end), at__lt=until)
-    at = "claimed_at" if mode == "claims" else "occurred_at"
-    counted = (
-        raw.events(workspace, mode=mode, since=since, until=until, project=project, prefix=prefix)
-        .alias(at=F(at))
-        .filter(edges)
+        spans = [(since, midnight(days[0])), (midnight(days[1]), until)]
+    parts: list[QuerySet[Any]] = [
+        raw.events(workspace, mode=mode, since=start, until=stop, project=project, prefix=prefix)
         .values_list("path")
         .annotate(count=Count("*"))
         .order_by()
-    )
+        for start, stop in spans
+        if start < stop
+    ]
     if days is not None:
         first, end = days
-        counted = counted.union(
-            rolled_up(workspace, mode=mode, first=first, end=end, project=project, prefix=prefix),
-            all=True,
+        parts.append(
+            rolled_up(workspace, mode=mode, first=first, end=end, project=project, prefix=prefix)
         )
+    counted = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
     totals: dict[str, int] = defaultdict(int)
     for path, count in counted:
         totals[path] += count
