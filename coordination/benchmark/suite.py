@@ -60,7 +60,7 @@ from coordination.services import rate_limits
 EXTRAS = ("files-1", "events", "throttle-off", "growth")
 CHOICES = SCENARIOS + EXTRAS
 DEFAULT_AGENTS = 16
-DEFAULT_SECONDS = 10.0
+DEFAULT_SECONDS = 8.0
 QUICK_SECONDS = 2.0
 QUICK_AGENTS = 2
 QUICK_DIVISOR = 100  # the loaded volumes, scaled down
