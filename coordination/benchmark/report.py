@@ -54,6 +54,13 @@ class GrowthReport:
     description: str
     api: RunFigures
     ratio_to_empty: float | None
+    direct: RunFigures | None = None  # the same transactions on the same data
+
+    @property
+    def api_over_direct(self) -> float | None:
+        if self.direct is None:
+            return None
+        return ratio(self.api.ops_per_second, self.direct.ops_per_second)
 
 
 @dataclass
@@ -165,20 +172,27 @@ def render(report: BenchReport) -> str:
     if report.events:
         out += ["", *delivery_lines(report.events)]
     if report.throttle_off:
-        out += ["", "Rate-limit counter (per-key throttle on but never refusing, vs off):"]
+        out += [
+            "",
+            "Rate-limit counter (per-key throttle on but never refusing, vs off; each"
+            " ÷ the scenario's direct ceiling):",
+        ]
         for name, off in report.throttle_off.items():
             on = report.scenario(name)
             on_rate = on.api.ops_per_second if on else None
+            ceiling = on.direct.ops_per_second if on and on.direct else None
             out.append(
-                f"  {name:<12} on {number(on_rate):>7} ops/s   off {number(off.ops_per_second):>7}"
-                f" ops/s   on÷off {number(ratio(on_rate, off.ops_per_second), 2)}"
+                f"  {name:<12} on {number(on_rate):>7} ops/s (÷direct"
+                f" {number(ratio(on_rate, ceiling), 2)})   off {number(off.ops_per_second):>7}"
+                f" ops/s (÷direct {number(ratio(off.ops_per_second, ceiling), 2)})"
+                f"   on÷off {number(ratio(on_rate, off.ops_per_second), 2)}"
             )
     if report.growth:
         files = report.scenario("files")
         out += [
             "",
-            f"Growth ({files.api.agents if files else '?'} agents; ratio to the scenario's"
-            " empty run, files unless named):",
+            f"Growth ({files.api.agents if files else '?'} agents; ×: ratio to the scenario's"
+            " empty run, files unless named; then the direct ceiling on the same data):",
         ]
         for growth in report.growth:
             api = growth.api
@@ -186,6 +200,8 @@ def render(report: BenchReport) -> str:
             out.append(
                 f"  {growth.description:<66} {number(api.ops_per_second):>7} ops/s"
                 f"  p50 {p50} p95 {p95} p99 {p99} ms  ×{number(growth.ratio_to_empty, 2)}"
+                f"  direct {number(growth.direct.ops_per_second if growth.direct else None)}"
+                f" ops/s, API÷direct {number(growth.api_over_direct, 2)}"
             )
     alone = report.scenario("files-1")
     if alone:
@@ -298,6 +314,9 @@ def as_json(report: BenchReport) -> dict[str, Any]:
             "on_ops_per_s": on_rate,
             "off_ops_per_s": off.ops_per_second,
             "on_over_off": ratio(on_rate, off.ops_per_second),
+            "off_over_direct": ratio(
+                off.ops_per_second, on.direct.ops_per_second if on and on.direct else None
+            ),
             "off": figures_json(off),
         }
     growth = {
@@ -305,6 +324,8 @@ def as_json(report: BenchReport) -> dict[str, Any]:
             "description": item.description,
             "api": figures_json(item.api),
             "ratio_to_empty": item.ratio_to_empty,
+            "direct": figures_json(item.direct) if item.direct else None,
+            "api_over_direct": item.api_over_direct,
         }
         for item in report.growth
     }

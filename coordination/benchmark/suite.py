@@ -10,7 +10,8 @@
    while as many waiters long-poll the event log; no direct run: a ceiling of HTTP
    long polls has no meaning without HTTP); then ``growth``: ``files`` after the
    history is loaded, again with the active file claims beside it, and ``files``
-   and ``directories`` once the active directory claims are loaded too.
+   and ``directories`` once the active directory claims are loaded too, each beside
+   its direct run on the same data.
 4. The workspace is deleted, whatever happened.
 """
 
@@ -59,7 +60,7 @@ from coordination.services import rate_limits
 EXTRAS = ("files-1", "events", "throttle-off", "growth")
 CHOICES = SCENARIOS + EXTRAS
 DEFAULT_AGENTS = 16
-DEFAULT_SECONDS = 15.0
+DEFAULT_SECONDS = 8.0
 QUICK_SECONDS = 2.0
 QUICK_AGENTS = 2
 QUICK_DIVISOR = 100  # the loaded volumes, scaled down
@@ -212,29 +213,23 @@ class Bench:
     def growth_runs(self) -> None:
         bench = self.require_bench()
         volumes = self.options.volumes
-        empty = self.report.scenario("files")
-        empty_rate = empty.api.ops_per_second if empty else None
         history = (
             f"+ {volumes.history_claims:,} released claims and {volumes.history_conflicts:,}"
             f" conflicts over {len(load.source_tree(volumes.history_paths)):,} paths"
         )
         self.step(f"Loading {history[2:]}", lambda: load.load_history(bench, volumes))
-        figures = self.run_api("files (history)", "files")
-        self.report.growth.append(
-            GrowthReport("history", history, figures, ratio(figures.ops_per_second, empty_rate))
-        )
+        self.growth_step("history", history, "files (history)", "files")
         sessions = volumes.active_sessions
         active = (
             f"+ {volumes.active_claims:,} other paths claimed by {sessions:,} live"
             f" session{'s' if sessions != 1 else ''}"
         )
         self.step(f"Loading {active[2:]}", lambda: load.load_active_claims(bench, volumes))
-        figures = self.run_api(
-            "files (active)", "files", before=lambda: load.heartbeat(bench.active_session_ids)
-        )
-        self.report.growth.append(
-            GrowthReport("active", active, figures, ratio(figures.ops_per_second, empty_rate))
-        )
+
+        def alive() -> None:
+            load.heartbeat(bench.active_session_ids)
+
+        self.growth_step("active", active, "files (active)", "files", before=alive)
         directories = (
             f"+ {volumes.active_directories:,} live directory claims beside the"
             f" {volumes.active_claims:,} file claims"
@@ -242,28 +237,40 @@ class Bench:
         self.step(
             f"Loading {directories[2:]}", lambda: load.load_active_directories(bench, volumes)
         )
-
-        def alive() -> None:
-            load.heartbeat(bench.active_session_ids)
-
-        figures = self.run_api("files (active dirs)", "files", before=alive)
-        self.report.growth.append(
-            GrowthReport(
-                "active directories",
-                directories,
-                figures,
-                ratio(figures.ops_per_second, empty_rate),
-            )
+        self.growth_step(
+            "active directories", directories, "files (active dirs)", "files", before=alive
         )
-        tree = self.report.scenario("directories")
-        figures = self.run_api("directories (active)", "directories", before=alive)
+        self.growth_step(
+            "directories, active",
+            f"directories beside {volumes.active_claims:,} live file and"
+            f" {volumes.active_directories:,} directory claims",
+            "directories (active)",
+            "directories",
+            before=alive,
+        )
+
+    def growth_step(
+        self,
+        label: str,
+        description: str,
+        name: str,
+        scenario: str,
+        *,
+        before: Callable[[], None] | None = None,
+    ) -> None:
+        """The scenario's API run and its direct ceiling on the grown data, beside the
+        scenario's run on the empty workspace."""
+        empty = self.report.scenario(scenario)
+        api = self.run_api(name, scenario, before=before)
+        ceiling = self.run_direct(name, scenario, agents=self.options.agents, before=before)
+        self.check_mirror(scenario, ceiling)
         self.report.growth.append(
             GrowthReport(
-                "directories, active",
-                f"directories beside {volumes.active_claims:,} live file and"
-                f" {volumes.active_directories:,} directory claims",
-                figures,
-                ratio(figures.ops_per_second, tree.api.ops_per_second if tree else None),
+                label,
+                description,
+                api,
+                ratio(api.ops_per_second, empty.api.ops_per_second if empty else None),
+                direct=ceiling,
             )
         )
 

@@ -123,9 +123,12 @@ def test_quick_bench_runs_every_scenario_end_to_end(scratch_database: str, tmp_p
     for step in ("history", "active", "active directories", "directories, active"):
         assert figures["growth"][step]["api"]["ops"] > 0, step
         assert figures["growth"][step]["ratio_to_empty"] > 0, step
+        assert figures["growth"][step]["direct"]["ops"] > 0, step  # its ceiling, beside it
+        assert figures["growth"][step]["api_over_direct"] > 0, step
     for name in ("heartbeat", "files"):
         assert figures["throttle"][name]["off_ops_per_s"] > 0, name
         assert figures["throttle"][name]["on_over_off"] > 0, name
+        assert figures["throttle"][name]["off_over_direct"] > 0, name
     assert figures["events"]["seen_all"] is True
 
 
