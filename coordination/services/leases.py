@@ -196,9 +196,12 @@ def claim_issue(
                         project_id=issue.project_id,
                         by=events.holder(session.pk, session.agent.name),
                     )
-                lease = insert_lease_within_cap(
-                    workspace_id=workspace.pk, issue=issue, session=session, limit=limit
-                )
+            # Once more: after a reclaim; or the lease the insert met was released
+            # since (a release takes no project lock), so the issue is free; or it was
+            # the cap, which this insert meets again.
+            lease = insert_lease_within_cap(
+                workspace_id=workspace.pk, issue=issue, session=session, limit=limit
+            )
         if lease is None:
             if (winner := unreleased_lease(issue.pk)) is not None:  # the index said no
                 raise lease_held(winner)

@@ -208,3 +208,33 @@ def test_start_work_assigns_after_its_file_claims_so_a_file_claimer_cannot_deadl
     assert isinstance(refused, FileConflict), refused  # the issue's earlier claim holds it
     issue.refresh_from_db()
     assert (issue.status, issue.assignee.name) == ("in_progress", "erin")
+
+
+def test_a_lease_released_between_the_claims_insert_and_its_read_is_taken(
+    workspace, issue, make_session, roomy, monkeypatch
+):
+    """The claim's insert meets the holder's lease; the holder releases it and commits
+    (a release takes no project lock) before the claim reads who holds the issue. The
+    issue is free then: the claim takes it, rather than report the WIP cap."""
+    holder, claimer = make_session("holder"), make_session("claimer")
+    held = claim_lease(workspace, issue, holder)
+    read = leases.unreleased_lease
+    released = []
+
+    def read_after_the_release(issue_id):
+        if not released:
+            [result] = run_in_threads(
+                lambda: leases.release_issue(
+                    workspace=workspace, issue_id=issue_id, session_id=holder.pk, fence=held.fence
+                ),
+                [()],
+            )
+            released.append(result)
+        return read(issue_id)
+
+    monkeypatch.setattr(leases, "unreleased_lease", read_after_the_release)
+    claimed = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=claimer.pk)
+    assert isinstance(released[0], IssueLease)  # the release went through first
+    assert claimed.created and claimed.lease.session_id == claimer.pk
+    assert claimed.lease.fence == held.fence + 1
+    assert not WipCapDenial.objects.exists()
