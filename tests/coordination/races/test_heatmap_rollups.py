@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import transaction
 
-from coordination.models import ClaimConflict, Issue, Project, Workspace
+from coordination.models import Issue, Project, Workspace
 from heatmap.models import RollupDay
 from heatmap.rollups import path_counts
 from tests.coordination.races.conftest import hold_and_race, run_in_threads
-from tests.heatmap.test_rollups import assert_consistent
+from tests.heatmap.test_rollups import assert_consistent, write
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -33,13 +33,7 @@ def issue() -> Issue:
 
 
 def conflict(issue: Issue, at: datetime, path: str = PATH) -> None:
-    ClaimConflict.objects.create(
-        workspace=issue.workspace,
-        path=path,
-        rejected_issue=issue,
-        holding_issue=issue,
-        occurred_at=at,
-    )
+    write(issue, "contention", path, at)
 
 
 def count(issue: Issue) -> int:
