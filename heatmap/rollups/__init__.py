@@ -40,7 +40,12 @@ def midnight(day: date) -> datetime:
 def whole_days(since: datetime, until: datetime) -> tuple[date, date] | None:
     """``(first, end)``: the UTC days wholly inside ``[since, until)``, or None."""
     start = since.astimezone(UTC)
-    first = start.date() if start == midnight(start.date()) else start.date() + timedelta(days=1)
+    if start == midnight(start.date()):
+        first = start.date()
+    elif start.date() < date.max:
+        first = start.date() + timedelta(days=1)
+    else:  # the last day there is: no whole day after it
+        return None
     end = until.astimezone(UTC).date()
     return (first, end) if first < end else None
 

@@ -142,6 +142,14 @@ def test_whole_days_of_a_window():
         (DAY0 + timedelta(2)).date(),
     )
     assert whole_days(late, late + timedelta(hours=30)) is None  # no whole day inside
+    last = datetime.max.replace(tzinfo=UTC)
+    assert whole_days(last - timedelta(hours=2), last) is None  # no day after the last
+
+
+def test_a_window_at_the_end_of_time_is_counted(workspace):
+    last = datetime.max.replace(tzinfo=UTC)
+    since = last - timedelta(days=3, hours=5)
+    assert path_counts(workspace, mode="claims", since=since, until=last) == {}
 
 
 def test_a_ninety_day_heatmap_is_one_query_and_reads_one_row_per_path(
