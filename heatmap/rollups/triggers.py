@@ -18,10 +18,11 @@ earlier day and updates only the later rows it sees. So every writer first locks
 key's row (``ON CONFLICT DO UPDATE`` locks the row it meets, even when its ``WHERE``
 changes nothing; a removal locks with ``FOR UPDATE``) and keeps it to its commit:
 writers of one key take turns, and each statement after the lock sees the other's
-committed rows. Lock order: a claim or conflict insert is one statement with its
-keys in path order, all of one issue's project and one mode; a claim transaction
-also holds the paths' advisory locks already (``coordination.services.file_claims``),
-so no new wait is added between claimers of different paths.
+committed rows. Lock order: each insert statement locks its keys in path order, all
+of one issue's project and one mode (a conflict log of over a thousand rows is
+several inserts, each in path order); and a claim transaction already holds its
+paths' advisory locks (``coordination.services.file_claims``), so two claimers that
+share a key were already queued on a path lock before either reaches it.
 
 **Costs.** PostgreSQL runs the insert trigger once per statement, over the
 statement's rows (transition tables): three statements per insert, grouped by key
