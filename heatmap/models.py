@@ -1,12 +1,14 @@
 """Daily rollups of the heatmap's two event logs, kept exact by database triggers.
 
-One ``RollupKey`` per (workspace, project, mode, path) ever counted, and one
-``RollupDay`` per key and UTC day with events: ``n`` events that day and ``before``
-events on the days before it. So the count of a key on any run of whole days is two
-index probes, ``C(end) - C(start)`` with ``C(day) = before + n`` of the key's last row
-before ``day``, however long the history and however wide the window
-(``heatmap.rollups``). The triggers (``heatmap.rollups.triggers``) maintain both in
-the transaction that writes the event rows.
+One ``RollupKey`` per (workspace, project, mode, path) ever counted, with its
+``total``, and one ``RollupDay`` per key and UTC day with events: ``n`` events that
+day and ``before`` events on the days before it. So the count of a key on any run of
+whole days is ``C(end) - C(start)`` with ``C(day) = before + n`` of the key's last
+row before ``day``, one index probe each, however long the history and however wide
+the window; and ``C(end)`` is the key's ``total`` when ``end`` is after its last day,
+as it is for every window that ends now (``heatmap.rollups``). The triggers
+(``heatmap.rollups.triggers``) maintain both in the transaction that writes the
+event rows.
 """
 
 from django.db import models
@@ -21,7 +23,8 @@ class RollupMode(models.TextChoices):
 
 class RollupKey(models.Model):
     """A path counted in one mode for one project; ``first_day`` and ``last_day``
-    bound its days with events, so a window skips the keys it cannot touch."""
+    bound its days with events, so a window skips the keys it cannot touch, and
+    ``total`` is its events on all of them."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
@@ -29,6 +32,7 @@ class RollupKey(models.Model):
     path = models.CharField(max_length=1024)
     first_day = models.DateField()
     last_day = models.DateField()
+    total = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "heatmap_rollup_keys"
@@ -48,7 +52,10 @@ class RollupKey(models.Model):
 class RollupDay(models.Model):
     """One key's events on one UTC day (``n``) and on all its days before (``before``)."""
 
-    key = models.ForeignKey(RollupKey, on_delete=models.CASCADE, related_name="days")
+    # Indexed by the unique (key, day) below, which the deletes of a key use too.
+    key = models.ForeignKey(
+        RollupKey, on_delete=models.CASCADE, related_name="days", db_index=False
+    )
     day = models.DateField()
     n = models.BigIntegerField()
     before = models.BigIntegerField()

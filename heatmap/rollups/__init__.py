@@ -1,13 +1,18 @@
 """Events per path in a window, read from the daily rollups and the window's edges
 (invariant 14).
 
-A window ``[since, until)`` splits into whole UTC days ``[first, end)`` and at most
-two partial days around them. The whole days come from the rollups
-(``heatmap.models``): for every key that can have events in them (``last_day >=
-first`` and ``first_day < end``), ``C(end) - C(start)`` by two index probes, so
-their cost is one per path counted, not one per event, and a 90-day window costs
-what a 7-day one does. The partial days are counted from the event rows (at most two
-days' worth). Both halves are one ``UNION ALL`` query.
+A window ``[since, until)`` is read as the UTC days ``[first, end)`` from the first
+midnight at or after ``since`` to the first at or after ``until``, plus the events of
+``[since, first)`` and less those of ``[until, end)``, both from the event rows (at
+most a day's worth each, and for a window ending now the second is empty). The days
+come from the rollups (``heatmap.models``): for every key that can have events in
+them (``last_day >= first`` and ``first_day < end``), ``C(end) - C(first)``. Ending
+at the first midnight after ``until`` is what makes ``C(end)`` free for a window
+ending now: ``end`` is after every key's last day, so it is the key's ``total``. And
+``C(first)`` is free for a key whose first day is in the window; for the others it
+is one index probe. So the cost is at most one probe per path counted, not one per
+event, and a 90-day window costs what a 7-day one does. All of it is one ``UNION
+ALL`` query.
 """
 
 from collections import defaultdict
@@ -37,17 +42,30 @@ def midnight(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
-def whole_days(since: datetime, until: datetime) -> tuple[date, date] | None:
-    """``(first, end)``: the UTC days wholly inside ``[since, until)``, or None."""
-    start = since.astimezone(UTC)
-    if start == midnight(start.date()):
-        first = start.date()
-    elif start.date() < date.max:
-        first = start.date() + timedelta(days=1)
-    else:  # the last day there is: no whole day after it
-        return None
-    end = until.astimezone(UTC).date()
-    return (first, end) if first < end else None
+def next_midnight(moment: datetime) -> date | None:
+    """The first UTC day that starts at or after ``moment`` (None after the last one)."""
+    day = moment.astimezone(UTC).date()
+    if moment == midnight(day):
+        return day
+    return day + timedelta(days=1) if day < date.max else None
+
+
+Span = tuple[datetime, datetime, int]  # rows in [start, stop), counted +1 or -1 times
+
+
+def days_of(since: datetime, until: datetime) -> tuple[tuple[date, date] | None, list[Span]]:
+    """``(first, end)`` to read from the rollups (None: no whole day to read), and
+    the row spans that make it ``[since, until)``."""
+    first = next_midnight(since)
+    end = next_midnight(until) or until.astimezone(UTC).date()  # on the last day there is
+    if first is None or first >= end:
+        return None, [(since, until, 1)]
+    spans = [(since, midnight(first), 1)]
+    if until < midnight(end):
+        spans.append((until, midnight(end), -1))
+    else:
+        spans.append((midnight(end), until, 1))
+    return (first, end), [span for span in spans if span[0] < span[1]]
 
 
 def events_before(day: date) -> Subquery:
@@ -70,7 +88,7 @@ def rolled_up(
     project: Project | None,
     prefix: str,
 ) -> QuerySet[Any]:
-    """``(path, count)`` per key over the days ``[first, end)``."""
+    """``(path, count)`` per key over the days ``[first, end)``: at most one probe each."""
     keys = RollupKey.objects.filter(
         workspace=workspace, mode=mode, last_day__gte=first, first_day__lt=end
     )
@@ -79,8 +97,12 @@ def rolled_up(
     if prefix:
         keys = under_prefix(keys, "path", prefix)
     return keys.annotate(
-        count=Coalesce(events_before(end), 0)
-        # A key whose first day is in the window had nothing before it: no probe.
+        # A key whose last day is before ``end``: all its events are before it.
+        count=Case(
+            When(last_day__lt=end, then=F("total")),
+            default=Coalesce(events_before(end), 0),
+        )
+        # A key whose first day is in the window had nothing before it.
         - Case(
             When(first_day__gte=first, then=Value(0)),
             default=Coalesce(events_before(first), 0),
@@ -98,18 +120,14 @@ def path_counts(
     prefix: str = "",
 ) -> dict[str, int]:
     """Events per path in ``[since, until)`` under ``prefix``; paths with none are left out."""
-    days = whole_days(since, until)
-    # The partial days, each a range of its own: one index range scan each.
-    spans = [(since, until)]
-    if days is not None:
-        spans = [(since, midnight(days[0])), (midnight(days[1]), until)]
+    days, spans = days_of(since, until)
+    # Each span of rows a range of its own: one index range scan each.
     parts: list[QuerySet[Any]] = [
         raw.events(workspace, mode=mode, since=start, until=stop, project=project, prefix=prefix)
         .values_list("path")
-        .annotate(count=Count("*"))
+        .annotate(count=Count("*") * sign)
         .order_by()
-        for start, stop in spans
-        if start < stop
+        for start, stop, sign in spans
     ]
     if days is not None:
         first, end = days

@@ -40,8 +40,10 @@ def recount(workspace_id: int | None = None) -> None:
             cursor.execute(f"CREATE TEMPORARY TABLE {COUNTED} AS {_per_day(source, where)}", params)
             cursor.execute(f"ANALYZE {COUNTED}")
             cursor.execute(
-                f"INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)"
-                f" SELECT workspace_id, project_id, '{source.mode}', path, min(day), max(day)"
+                f"INSERT INTO {KEYS}"
+                " (workspace_id, project_id, mode, path, first_day, last_day, total)"
+                f" SELECT workspace_id, project_id, '{source.mode}', path, min(day), max(day),"
+                " sum(n)"
                 f" FROM {COUNTED} GROUP BY workspace_id, project_id, path"
             )
             cursor.execute(f"ANALYZE {KEYS}")

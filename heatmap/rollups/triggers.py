@@ -6,17 +6,18 @@ Each event table (``issue_file_claims`` by ``claimed_at``, ``claim_conflicts`` b
 that moves a row's path, time or issue. An event on day ``D`` of key ``K`` (its
 workspace, its issue's project, the mode, its path) adds to ``n`` of ``(K, D)`` —
 the row is made if missing, with ``before`` read from ``K``'s last row before ``D``
-— and to ``before`` of every later row of ``K`` (none, for an event of today). A
-removal subtracts the same, and drops a row left with no events (the rows around it
-give the same counts). So ``C(day) = before + n`` of a key's last row before
-``day`` is always the number of its events before ``day``.
+— to ``before`` of every later row of ``K`` (none, for an event of today), and to
+``K``'s ``total``. A removal subtracts the same, and drops a row left with no events
+(the rows around it give the same counts). So ``C(day) = before + n`` of a key's
+last row before ``day`` is always the number of its events before ``day``, and
+``total`` the number of all its events.
 
 **Exact under concurrency.** SQLite has one writer at a time. On PostgreSQL (READ
 COMMITTED) two writers of one key could otherwise race: one making a key's first row
 of a new day computes ``before`` from the rows it sees, while the other adds to an
 earlier day and updates only the later rows it sees. So every writer first locks the
-key's row (``ON CONFLICT DO UPDATE`` locks the row it meets, even when its ``WHERE``
-changes nothing; a removal locks with ``FOR UPDATE``) and keeps it to its commit:
+key's row (an insert by adding to its ``total`` with ``ON CONFLICT DO UPDATE``, a
+removal with ``FOR UPDATE``) and keeps it to its commit:
 writers of one key take turns, and each statement after the lock sees the other's
 committed rows. Lock order: each insert statement locks its keys in path order, all
 of one issue's project and one mode (a conflict log of over a thousand rows is
@@ -97,16 +98,16 @@ def _pg_later(source: Source, rows: str) -> str:
 
 def _pg_insertion(source: Source, rows: str) -> str:
     return f"""
-    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)
+    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day, total)
     SELECT r.workspace_id, i.project_id, '{source.mode}', r.path,
-           min((r.at AT TIME ZONE 'UTC')::date), max((r.at AT TIME ZONE 'UTC')::date)
+           min((r.at AT TIME ZONE 'UTC')::date), max((r.at AT TIME ZONE 'UTC')::date), count(*)
     FROM ({rows}) r JOIN {ISSUES} i ON i.id = r.issue_id
     GROUP BY r.workspace_id, i.project_id, r.path
     ORDER BY r.workspace_id, i.project_id, r.path
     ON CONFLICT {KEY_COLUMNS} DO UPDATE
     SET first_day = LEAST({KEYS}.first_day, excluded.first_day),
-        last_day = GREATEST({KEYS}.last_day, excluded.last_day)
-    WHERE excluded.first_day < {KEYS}.first_day OR excluded.last_day > {KEYS}.last_day;
+        last_day = GREATEST({KEYS}.last_day, excluded.last_day),
+        total = {KEYS}.total + excluded.total;
 
     INSERT INTO {DAYS} (key_id, day, n, before)
     SELECT y.key_id, y.day, y.n, COALESCE((
@@ -124,6 +125,10 @@ def _pg_removal(source: Source, rows: str) -> str:
     return f"""
     PERFORM 1 FROM {KEYS} WHERE id IN (SELECT key_id FROM ({_pg_keyed(source, rows)}) y)
     ORDER BY id FOR UPDATE;
+
+    UPDATE {KEYS} SET total = {KEYS}.total - y.n
+    FROM (SELECT key_id, sum(n) AS n FROM ({_pg_keyed(source, rows)}) z GROUP BY key_id) y
+    WHERE {KEYS}.id = y.key_id;
 
     UPDATE {DAYS} SET n = {DAYS}.n - y.n FROM ({_pg_keyed(source, rows)}) y
     WHERE {DAYS}.key_id = y.key_id AND {DAYS}.day = y.day;
@@ -197,12 +202,12 @@ def _sqlite_insertion(source: Source) -> str:
     day = f"date(NEW.{source.at})"
     key = _sqlite_key(source, "NEW")
     return f"""
-    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day)
-    SELECT NEW.workspace_id, i.project_id, '{source.mode}', NEW.path, {day}, {day}
+    INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day, total)
+    SELECT NEW.workspace_id, i.project_id, '{source.mode}', NEW.path, {day}, {day}, 1
     FROM {ISSUES} i WHERE i.id = NEW.{source.issue}
     ON CONFLICT {KEY_COLUMNS} DO UPDATE
-    SET first_day = min(first_day, excluded.first_day), last_day = max(last_day, excluded.last_day)
-    WHERE excluded.first_day < first_day OR excluded.last_day > last_day;
+    SET first_day = min(first_day, excluded.first_day),
+        last_day = max(last_day, excluded.last_day), total = total + 1;
 
     INSERT INTO {DAYS} (key_id, day, n, before)
     SELECT x.id, {day}, 1, coalesce((
@@ -219,6 +224,7 @@ def _sqlite_removal(source: Source) -> str:
     day = f"date(OLD.{source.at})"
     key = _sqlite_key(source, "OLD")
     return f"""
+    UPDATE {KEYS} SET total = total - 1 WHERE id = {key};
     UPDATE {DAYS} SET n = n - 1 WHERE key_id = {key} AND day = {day};
     DELETE FROM {DAYS} WHERE key_id = {key} AND day = {day} AND n = 0;
     UPDATE {DAYS} SET before = before - 1 WHERE key_id = {key} AND day > {day};

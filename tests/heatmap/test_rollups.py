@@ -21,7 +21,7 @@ from coordination.models import ClaimConflict, FileClaim, Issue, Project, Worksp
 from coordination.services import logs
 from heatmap import raw
 from heatmap.models import RollupDay, RollupKey
-from heatmap.rollups import path_counts, whole_days
+from heatmap.rollups import days_of, path_counts
 from heatmap.rollups.recount import recount
 from heatmap.selectors import code_heatmap
 
@@ -68,8 +68,8 @@ def write(issue: Issue, mode: str, path: str, at: datetime) -> FileClaim | Claim
 
 
 def assert_consistent(workspace: Workspace) -> None:
-    """Every row's ``before`` is the sum of its key's earlier ``n``; and the rollups
-    are what ``recount`` builds from the rows."""
+    """Every row's ``before`` is the sum of its key's earlier ``n``, every key's
+    ``total`` the sum of all; and the rollups are what ``recount`` builds from the rows."""
     rows = list(
         RollupDay.objects.filter(key__workspace=workspace)
         .order_by("key_id", "day")
@@ -80,6 +80,15 @@ def assert_consistent(workspace: Workspace) -> None:
         for *_, n, before in days:
             assert before == seen
             seen += n
+    totals = Counter()
+    for mode, project, path, _, n, _ in rows:
+        totals[mode, project, path] += n
+    keys = RollupKey.objects.filter(workspace=workspace)
+    assert {
+        (mode, project, path): total
+        for mode, project, path, total in keys.values_list("mode", "project_id", "path", "total")
+        if total  # a key whose events were all removed keeps its row, at 0
+    } == +totals
     recount(workspace.pk)
     rebuilt = list(
         RollupDay.objects.filter(key__workspace=workspace)
@@ -134,16 +143,28 @@ def test_rollups_count_what_the_rows_count(events, removed, moved, windows):
     assert_consistent(workspace)
 
 
-def test_whole_days_of_a_window():
-    assert whole_days(DAY0, DAY0 + timedelta(days=2)) == (DAY0.date(), (DAY0 + timedelta(2)).date())
+def test_the_days_of_a_window_run_from_midnight_to_midnight():
+    day = timedelta(days=1)
+    assert days_of(DAY0, DAY0 + 2 * day) == ((DAY0.date(), (DAY0 + 2 * day).date()), [])
     late = DAY0 + timedelta(hours=1)
-    assert whole_days(late, late + timedelta(days=2)) == (
-        (DAY0 + timedelta(1)).date(),
-        (DAY0 + timedelta(2)).date(),
+    assert days_of(late, late + 2 * day) == (  # up to the midnight after ``until``
+        ((DAY0 + day).date(), (DAY0 + 3 * day).date()),
+        [(late, DAY0 + day, 1), (late + 2 * day, DAY0 + 3 * day, -1)],
     )
-    assert whole_days(late, late + timedelta(hours=30)) is None  # no whole day inside
+    assert days_of(late, late + timedelta(hours=3)) == (
+        None,
+        [(late, late + timedelta(hours=3), 1)],
+    )
     last = datetime.max.replace(tzinfo=UTC)
-    assert whole_days(last - timedelta(hours=2), last) is None  # no day after the last
+    assert days_of(last - timedelta(hours=2), last) == (
+        None,
+        [(last - timedelta(hours=2), last, 1)],
+    )
+    lastday = last.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert days_of(lastday - day, last) == (  # no midnight after the last day
+        ((lastday - day).date(), lastday.date()),
+        [(lastday, last, 1)],
+    )
 
 
 def test_a_window_at_the_end_of_time_is_counted(workspace):
@@ -188,10 +209,13 @@ def test_a_project_counts_the_events_of_its_issues(workspace, project, make_issu
 
 def test_recount_command_rebuilds_one_workspace(workspace, other_workspace, make_issue, add_claim):
     add_claim(make_issue(), "src/a.py", DAY0)
-    before = list(RollupDay.objects.values_list("key__path", "day", "n", "before"))
+    add_claim(make_issue(), "src/a.py", DAY0 + timedelta(days=2))
+    counted = ("key__path", "key__total", "day", "n", "before")
+    before = list(RollupDay.objects.order_by("day").values_list(*counted))
     RollupDay.objects.all().delete()
     RollupKey.objects.all().delete()
     call_command("recount_heatmap", "--workspace", workspace.slug, stdout=None)
-    assert list(RollupDay.objects.values_list("key__path", "day", "n", "before")) == before
+    assert list(RollupDay.objects.order_by("day").values_list(*counted)) == before
+    assert before[-1][1] == 2
     with pytest.raises(CommandError, match="No workspace"):
         call_command("recount_heatmap", "--workspace", "nope")
