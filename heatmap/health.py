@@ -57,6 +57,20 @@ def days_of(since: datetime, until: datetime) -> list[date]:
     return [since.date() + timedelta(days=offset) for offset in range(max(count, 0))]
 
 
+def counted_per_day(
+    rows: QuerySet[Any], *, time_field: str, kind_field: str, since: datetime, until: datetime
+) -> QuerySet[Any]:
+    """``(day, kind, n)`` of ``rows`` in the window: a range of the index that starts
+    with the workspace and ``time_field`` (each table has one), not its history."""
+    return (
+        rows.filter(**{f"{time_field}__gte": since, f"{time_field}__lt": until})
+        .annotate(day=TruncDate(time_field))
+        .values_list("day", kind_field)
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+
+
 def per_day(
     rows: QuerySet[Any],
     *,
@@ -69,12 +83,8 @@ def per_day(
     """Count ``rows`` per UTC day and ``kind_field`` value; ``kinds`` maps a value to
     its series name (and fixes the series order). Values not in ``kinds`` are left out."""
     counts: dict[tuple[date, Any], int] = defaultdict(int)
-    grouped = (
-        rows.filter(**{f"{time_field}__gte": since, f"{time_field}__lt": until})
-        .annotate(day=TruncDate(time_field))
-        .values_list("day", kind_field)
-        .annotate(n=Count("*"))
-        .order_by()
+    grouped = counted_per_day(
+        rows, time_field=time_field, kind_field=kind_field, since=since, until=until
     )
     for day, kind, n in grouped:
         counts[(day, kind)] += n

@@ -132,8 +132,9 @@ def board(
     agent: Agent | None = None,
     text: str = "",
 ) -> list[Column]:
-    """A column per status, workflow order, the closed ones folded: two statements
-    (the totals, and each column's first cards ranked in the database)."""
+    """A column per status, workflow order, the closed ones folded: three statements
+    (the totals; each column's first cards, ranked in the database; and those cards'
+    holders and counts, so that the window is counted for the cards shown only)."""
     rows = board_issues(workspace, project=project, agent=agent, text=text)
     totals = dict(rows.values_list("status").annotate(n=Count("*")).order_by())
     # Open columns: urgent first, then the most recently touched; closed: most recent.
@@ -143,12 +144,12 @@ def board(
         output_field=IntegerField(),
     )
     card_order = [first_key.asc(), F("updated_at").desc(), F("id").desc()]
-    ranked = (
-        with_story(rows, since=since, until=until)
-        .annotate(rank=Window(RowNumber(), partition_by=F("status"), order_by=card_order))
+    ranks = dict(
+        rows.annotate(rank=Window(RowNumber(), partition_by=F("status"), order_by=card_order))
         .filter(rank__lte=CARDS_PER_COLUMN)
-        .order_by("status", "rank")
+        .values_list("pk", "rank")
     )
+    cards = with_story(Issue.objects.filter(pk__in=ranks), since=since, until=until)
     columns: dict[str, Column] = {
         status: Column(
             status=status,
@@ -158,7 +159,7 @@ def board(
         )
         for status in (*OPEN_STATUSES, *FOLDED_STATUSES)
     }
-    for issue in ranked:
+    for issue in sorted(cards, key=lambda card: ranks[card.pk]):
         columns[issue.status].cards.append(issue)
     return list(columns.values())
 

@@ -52,7 +52,10 @@ class IssueLease(models.Model):
     It has no expiry of its own: it is live while its holder session is.
     """
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    # Every index of the table starts with it: no index of its own (one less per write).
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="leases")
     session = models.ForeignKey(
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
@@ -79,7 +82,15 @@ class IssueLease(models.Model):
             # "Never reused", proved by the database.
             models.UniqueConstraint(fields=["issue", "fence"], name="lease_fence_unique"),
         ]
-        indexes = [models.Index(fields=["workspace", "session", "released_at"])]
+        indexes = [
+            models.Index(fields=["workspace", "session", "released_at"]),
+            # The health page's releases per day: a range over the window, not the history.
+            models.Index(
+                fields=["workspace", "released_at"],
+                condition=Q(released_at__isnull=False),
+                name="lease_releases_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"lease {self.pk} on issue {self.issue_id}"
@@ -88,7 +99,10 @@ class IssueLease(models.Model):
 class WipCapDenial(models.Model):
     """Append-only: a claim the WIP cap refused (invariants 3 and 8)."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    # Every index of the table starts with it: no index of its own (one less per write).
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey(
@@ -114,8 +128,14 @@ class FileClaim(models.Model):
     such a claim has no heartbeat and is held until forced.
     """
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
-    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="file_claims")
+    # Every index of the table starts with it: no index of its own (one less per write).
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    # Indexed with the time (below): an issue's claims in a window are one range.
+    issue = models.ForeignKey(
+        Issue, on_delete=models.CASCADE, related_name="file_claims", db_index=False
+    )
     session = models.ForeignKey(
         AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="file_claims"
     )
@@ -141,6 +161,14 @@ class FileClaim(models.Model):
         indexes = [
             models.Index(fields=["workspace", "claimed_at"]),
             models.Index(fields=["workspace", "issue", "released_at"]),
+            # As the leases': a claim is written without it, its release adds one entry.
+            models.Index(
+                fields=["workspace", "released_at"],
+                condition=Q(released_at__isnull=False),
+                name="file_claim_releases_idx",
+            ),
+            # The board's claims of an issue in the window.
+            models.Index(fields=["issue", "claimed_at"], name="file_claims_of_issue_idx"),
         ]
 
     def __str__(self) -> str:
@@ -150,16 +178,24 @@ class FileClaim(models.Model):
 class ClaimConflict(models.Model):
     """Append-only: one contested path of one file-claim request (invariants 5, 8)."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    # Every index of the table starts with it: no index of its own (one less per write).
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     path = models.CharField(max_length=1024)
-    rejected_issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
+    # Both issues are indexed with the time (below), as the claims' issue is.
+    rejected_issue = models.ForeignKey(
+        Issue, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     rejected_session = models.ForeignKey(
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     rejected_agent = models.ForeignKey(
         Agent, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    holding_issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="+")
+    holding_issue = models.ForeignKey(
+        Issue, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     holding_session = models.ForeignKey(
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -172,6 +208,9 @@ class ClaimConflict(models.Model):
         indexes = [
             models.Index(fields=["workspace", "occurred_at"]),
             models.Index(fields=["workspace", "path"]),
+            # The board's conflicts of an issue in the window, on either side.
+            models.Index(fields=["rejected_issue", "occurred_at"], name="conflicts_rejected_idx"),
+            models.Index(fields=["holding_issue", "occurred_at"], name="conflicts_holding_idx"),
         ]
 
     def __str__(self) -> str:
