@@ -1,5 +1,6 @@
 """bench_heatmap runs end to end on a small load and leaves nothing behind."""
 
+import re
 from io import StringIO
 
 import pytest
@@ -31,12 +32,16 @@ def test_bench_heatmap_prints_medians_and_ratios_and_cleans_up(workspace, make_i
     )
     lines = out.getvalue().splitlines()
     assert "loaded 3,000 conflicts, claims and events over 400 paths and 120 days" in lines[0]
-    medians = [line for line in lines if "median" in line]
-    assert len(medians) == 12  # two modes × (root, drill-down) × 7, 30 and 90 days
-    assert all(" ms" in line and "from the rows" in line for line in medians)
+    heatmaps = [line for line in lines if "median" in line and "nodes" in line]
+    assert len(heatmaps) == 12  # two modes × (root, drill-down) × 7, 30 and 90 days
+    assert all(" ms" in line and "from the rows" in line for line in heatmaps)
+    pages = [line for line in lines if "median" in line and "nodes" not in line]
+    for read in ("health: conflicts per day", "health: claim releases per day", "board"):
+        windows = [re.search(r"(\d+) days: median", line) for line in pages if read in line]
+        assert [match and match[1] for match in windows] == ["7", "30", "90"]
     # The bench's own count of the 90 days agrees with the rows'.
     ratios = [line for line in lines if "90 ÷ 7 days" in line]
-    assert len(ratios) == 4
+    assert len(ratios) == 4 + 3
     assert list(Workspace.objects.values_list("slug", flat=True)) == [workspace.slug]
     assert not ClaimConflict.objects.exists() and not Event.objects.exists()
     assert list(FileClaim.objects.values_list("path", flat=True)) == ["src/kept.py"]

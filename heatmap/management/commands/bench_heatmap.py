@@ -10,7 +10,8 @@ trigger. Then it times the heatmap (both modes, the root
 at depth 2 and a drill-down into the hottest directory) over 7, 30 and 90-day
 windows ending now, prints the median and the 90 ÷ 7 ratio of each, and beside them
 the same aggregation counted from the rows (``--raw-repeat`` runs; 0 skips it), which
-must give the same heatmap. The scratch rows are deleted at the end, the same way
+must give the same heatmap; and the health page's per-day series and the board over
+the same windows. The scratch rows are deleted at the end, the same way
 (``--keep`` keeps them for ``--reuse``).
 """
 
@@ -29,7 +30,7 @@ from django.utils import timezone
 
 from coordination.models import Agent, ClaimConflict, Event, FileClaim, Issue, Project, Workspace
 from coordination.services import logs
-from heatmap import raw
+from heatmap import health, raw, story
 from heatmap.models import RollupDay, RollupKey
 from heatmap.rollups import triggers
 from heatmap.rollups.recount import recount
@@ -280,6 +281,31 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"  {mode:<10} {label:<20} 90 ÷ 7 days: {medians[90] / medians[7]:.2f}"
                 )
+        self.measure_pages(workspace, until, repeat)
+
+    def measure_pages(self, workspace: Workspace, until: Any, repeat: int) -> None:
+        """The other reads of the same history: the health page's per-day series of
+        conflicts and of claim releases, and the board (whose cards count their claims
+        and conflicts in the window)."""
+        reads: dict[str, Callable[[Any], object]] = {
+            "health: conflicts per day": lambda since: health.conflicts_per_day(
+                workspace, since, until
+            ),
+            "health: claim releases per day": lambda since: health.releases_per_day(
+                FileClaim, workspace, since, until
+            ),
+            "board": lambda since: story.board(workspace, since=since, until=until),
+        }
+        for label, read in reads.items():
+            medians = {}
+            for days in WINDOWS:
+                times = self.timed(partial(read, until - timedelta(days=days)), repeat)
+                medians[days] = statistics.median(times)
+                self.stdout.write(
+                    f"  {label:<31} {days:>2} days: median {medians[days]:7.1f} ms"
+                    f" (min {min(times):.1f}, max {max(times):.1f}, n={repeat})"
+                )
+            self.stdout.write(f"  {label:<31} 90 ÷ 7 days: {medians[90] / medians[7]:.2f}")
 
     @staticmethod
     def timed(query: Callable[[], object], repeat: int) -> list[float]:
