@@ -279,8 +279,13 @@ RECENT = timedelta(hours=24)  # "the last 24 h" of the workspace list and the da
 
 
 def count_of(rows: QuerySet[Any]) -> Subquery:
-    """``(SELECT COUNT(*) …)``: a plain function, not an aggregate, so no GROUP BY."""
-    counted = rows.order_by().annotate(n=Func("pk", function="COUNT")).values("n")
+    """``(SELECT COUNT(*) …)``: a plain function, not an aggregate, so no GROUP BY; and
+    ``*``, not the id, so an index on the filter's columns can answer it alone."""
+    counted = (
+        rows.order_by()
+        .annotate(n=Func(template="COUNT(*)", output_field=IntegerField()))
+        .values("n")
+    )
     return Subquery(counted, output_field=IntegerField())
 
 

@@ -104,8 +104,10 @@ def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> Qu
     """Each issue with its holder now (``holder_name``, ``holder_live``; no lease: None)
     and its claims and conflicts (either side) in the window, as subqueries."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)
-    conflicts = ClaimConflict.objects.filter(
-        Q(rejected_issue=OuterRef("pk")) | Q(holding_issue=OuterRef("pk"))
+    # Either side, each from its own index: as rejected, and as holder of another's.
+    rejected = ClaimConflict.objects.filter(rejected_issue=OuterRef("pk"))
+    held = ClaimConflict.objects.filter(holding_issue=OuterRef("pk")).exclude(
+        rejected_issue=OuterRef("pk")
     )
     return rows.select_related("project", "assignee").annotate(
         holder_name=Subquery(unreleased.values("agent__name")[:1]),
@@ -114,7 +116,8 @@ def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> Qu
         claims_in_window=count_of(
             in_window(FileClaim.objects.filter(issue=OuterRef("pk")), "claimed_at", since, until)
         ),
-        conflicts_in_window=count_of(in_window(conflicts, "occurred_at", since, until)),
+        conflicts_in_window=count_of(in_window(rejected, "occurred_at", since, until))
+        + count_of(in_window(held, "occurred_at", since, until)),
     )
 
 

@@ -86,7 +86,7 @@ class IssueLease(models.Model):
             models.Index(fields=["workspace", "session", "released_at"]),
             # The health page's releases per day: a range over the window, not the history.
             models.Index(
-                fields=["workspace", "released_at"],
+                fields=["workspace", "released_at", "release_reason"],
                 condition=Q(released_at__isnull=False),
                 name="lease_releases_idx",
             ),
@@ -163,7 +163,7 @@ class FileClaim(models.Model):
             models.Index(fields=["workspace", "issue", "released_at"]),
             # As the leases': a claim is written without it, its release adds one entry.
             models.Index(
-                fields=["workspace", "released_at"],
+                fields=["workspace", "released_at", "release_reason"],
                 condition=Q(released_at__isnull=False),
                 name="file_claim_releases_idx",
             ),
@@ -206,11 +206,21 @@ class ClaimConflict(models.Model):
     class Meta:
         db_table = "claim_conflicts"  # the original schema's name (docs/design.md)
         indexes = [
-            models.Index(fields=["workspace", "occurred_at"]),
+            # By time, with what the health page's series count (index-only reads).
+            models.Index(
+                fields=["workspace", "occurred_at", "forced"], name="conflicts_by_time_idx"
+            ),
             models.Index(fields=["workspace", "path"]),
-            # The board's conflicts of an issue in the window, on either side.
-            models.Index(fields=["rejected_issue", "occurred_at"], name="conflicts_rejected_idx"),
-            models.Index(fields=["holding_issue", "occurred_at"], name="conflicts_holding_idx"),
+            # The board's conflicts of an issue in the window, on either side: each
+            # side counted from its index alone (the other issue tells them apart).
+            models.Index(
+                fields=["rejected_issue", "occurred_at", "holding_issue"],
+                name="conflicts_rejected_idx",
+            ),
+            models.Index(
+                fields=["holding_issue", "occurred_at", "rejected_issue"],
+                name="conflicts_holding_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -55,7 +55,7 @@ def a_year_of_conflicts(issue, now) -> None:
 def test_a_series_reads_its_window_off_the_index(
     workspace, make_issue, model, time_field, kind_field
 ):
-    (index,) = [i for i in model._meta.indexes if i.fields == ["workspace", time_field]]
+    (index,) = [i for i in model._meta.indexes if i.fields[:2] == ["workspace", time_field]]
     until = timezone.now()
     a_year_of_conflicts(make_issue(), until)
     rows = counted_per_day(

@@ -3,6 +3,7 @@ show from known data, that every issue, agent and path they name is a link, and 
 their statements do not grow with their rows."""
 
 import re
+from datetime import timedelta
 from urllib.parse import quote
 
 import pytest
@@ -13,7 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from coordination.errors import CoordinationError
 from coordination.models import Issue, Project
 from coordination.services import agents, file_claims, leases, messages, workflow
+from heatmap.story import with_story
 from tests.conftest import expire
+from tests.heatmap.conftest import T0
 
 pytestmark = pytest.mark.django_db
 
@@ -377,3 +380,19 @@ def test_the_heatmap_and_health_link_their_paths_issues_and_agents(alice, worksp
     health = client.get(url(workspace, "health/"))
     assert "/workspaces/acme/agents/coder-1/" in hrefs(health)
     assert "/workspaces/acme/issues/" in hrefs(client.get("/workspaces/"))
+
+
+def test_a_card_counts_its_conflicts_on_either_side_once_each(
+    workspace, make_issue, add_conflict, add_claim
+):
+    card, other = make_issue(), make_issue()
+    add_conflict(card, other, "src/a.py", T0)  # the card was refused
+    add_conflict(other, card, "src/b.py", T0)  # the card held a path another wanted
+    add_conflict(card, card, "src/c.py", T0)  # both sides at once: one conflict
+    add_conflict(other, other, "src/d.py", T0)  # not the card's
+    add_conflict(card, other, "src/e.py", T0 - timedelta(days=2))  # before the window
+    add_claim(card, "src/a.py", T0)
+    add_claim(card, "src/z.py", T0 + timedelta(days=2))  # after it
+    window = {"since": T0 - timedelta(hours=1), "until": T0 + timedelta(hours=1)}
+    shown = with_story(Issue.objects.filter(pk=card.pk), **window).get()
+    assert (shown.conflicts_in_window, shown.claims_in_window) == (3, 1)
