@@ -1,14 +1,15 @@
 """The health page's per-day series read a range of an index on (workspace, time):
-their cost is the window's rows, never the workspace's history (both databases)."""
+their cost is the window's rows, never the workspace's history; and they count by
+UTC day (both databases)."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
 from coordination.models import ClaimConflict, FileClaim, IssueLease, WipCapDenial
-from heatmap.health import counted_per_day
+from heatmap.health import conflicts_per_day, counted_per_day
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +68,15 @@ def test_a_series_reads_its_window_off_the_index(
     )
     plan = plan_of(rows)
     assert index.name in plan, plan
+
+
+def test_a_series_counts_by_utc_day_either_side_of_midnight(workspace, make_issue, add_conflict):
+    issue = make_issue()
+    midnight = datetime(2026, 11, 2, tzinfo=UTC)
+    add_conflict(issue, issue, "src/a.py", midnight - timedelta(microseconds=1))
+    add_conflict(issue, issue, "src/a.py", midnight, forced=True)
+    add_conflict(issue, issue, "src/a.py", midnight + timedelta(hours=23, minutes=59))
+    day = timedelta(days=1)
+    series = conflicts_per_day(workspace, midnight - day, midnight + day)
+    assert series.days == [(midnight - day).date(), midnight.date()]
+    assert series.series == {"rejected": [1, 1], "forced": [0, 1]}
