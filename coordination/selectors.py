@@ -176,17 +176,22 @@ def get_worktree(workspace: Workspace, slug: str) -> Worktree:
     return worktree
 
 
-def get_agent(workspace: Workspace, name: str) -> Agent:
+def named(field: str | None) -> dict[str, str]:
+    """The ``field`` of an error, when the caller knows which input named it."""
+    return {"field": field} if field else {}
+
+
+def get_agent(workspace: Workspace, name: str, *, field: str | None = None) -> Agent:
     agent = Agent.objects.filter(workspace=workspace, name=name).first()
     if agent is None:
-        raise InvalidInput(f"Agent {name!r} does not exist.")
+        raise InvalidInput(f"Agent {name!r} does not exist.", **named(field))
     return agent
 
 
-def get_project(workspace: Workspace, key: str) -> Project:
+def get_project(workspace: Workspace, key: str, *, field: str | None = None) -> Project:
     project = Project.objects.filter(workspace=workspace, key=key).first()
     if project is None:
-        raise InvalidInput(f"Project {key!r} does not exist.")
+        raise InvalidInput(f"Project {key!r} does not exist.", **named(field))
     return project
 
 

@@ -12,6 +12,7 @@ from coordination.models import ApiKey, Workspace
 from coordination.services import keys
 
 WORKSPACE_HEADER = "X-Projektor-Workspace"
+WORKSPACE_PARAM = "workspace"  # the same, in the query: all a browser's EventSource can send
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -59,10 +60,10 @@ class WorkspaceMember(permissions.BasePermission):
             return True
         if not is_human(request):
             return False
-        slug = request.headers.get(WORKSPACE_HEADER) or request.query_params.get("workspace")
+        slug = request.headers.get(WORKSPACE_HEADER) or request.query_params.get(WORKSPACE_PARAM)
         if not slug:
             raise InvalidInput(
-                f"Name the workspace with the {WORKSPACE_HEADER} header or ?workspace=."
+                f"Name the workspace with the {WORKSPACE_HEADER} header or ?{WORKSPACE_PARAM}=."
             )
         workspace = selectors.workspaces_visible_to(request.user).filter(slug=slug).first()
         if workspace is None:

@@ -65,8 +65,10 @@ def parse_query(
     agent = data.get("agent")
     filters = feed.EventFilter(
         types=data.get("type"),
-        project_id=selectors.get_project(workspace, project).pk if project else None,
-        agent_id=selectors.get_agent(workspace, agent).pk if agent else None,
+        project_id=selectors.get_project(workspace, project, field="project").pk
+        if project
+        else None,
+        agent_id=selectors.get_agent(workspace, agent, field="agent").pk if agent else None,
         issue_id=data.get("issue"),
         session_id=data.get("session"),
     )

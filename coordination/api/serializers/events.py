@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from coordination import feed
 from coordination.api import examples as x
+from coordination.api.auth import WORKSPACE_PARAM
 from coordination.api.serializers.fields import IdField, SlugRefField
 from coordination.models import MAX_ID, Event, EventType
 
@@ -34,7 +35,8 @@ class EventQuery(serializers.Serializer):
     )  # fmt: skip
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown = sorted(set(data) - set(self.fields))
+        # ``workspace`` names a person's workspace (``WorkspaceMember``), not a filter.
+        unknown = sorted(set(data) - set(self.fields) - {WORKSPACE_PARAM})
         if unknown:  # a misspelt filter is refused, never ignored
             raise serializers.ValidationError(
                 {name: ["Not a parameter of this call."] for name in unknown}

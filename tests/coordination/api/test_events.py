@@ -161,6 +161,7 @@ def test_bad_input_is_a_400_that_names_it(api, workspace, history):
     for query in ({"project": "nope"}, {"agent": "nobody"}):
         body = assert_error(get_events(api, **query), 400, "invalid")
         assert "does not exist" in body["detail"], body
+        assert body["field"] == next(iter(query)), body
 
 
 def test_another_workspace_sees_none_of_it(api, stranger_api, workspace, history, other_workspace):
@@ -344,3 +345,17 @@ def test_the_stream_refuses_bad_input_as_json(api, stranger_api, history):
 def test_another_workspaces_stream_shows_none_of_ours(stranger_api, history, short_streams):
     frames = read_stream(stream(stranger_api))
     assert not [frame for frame in frames if "id" in frame]
+
+
+def test_a_member_s_browser_reads_the_log_and_the_stream_with_its_session(
+    client, alice, workspace, other_workspace, history, short_streams
+):
+    # EventSource sends no headers of its own: the session cookie and ?workspace= it is.
+    client.force_login(alice)
+    listed = client.get(f"{V1}/events/", {"workspace": workspace.slug, "limit": 1000})
+    assert listed.status_code == 200, listed.content
+    assert ids(listed.json()) == all_ids(workspace)
+    frames = read_stream(stream(client, workspace=workspace.slug))
+    assert [int(frame["id"]) for frame in frames if "id" in frame] == all_ids(workspace)
+    assert_error(stream(client, workspace=other_workspace.slug), 404, "not_found")
+    assert_error(stream(client), 400, "invalid")  # which workspace, then?
