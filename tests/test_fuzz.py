@@ -28,14 +28,16 @@ schema = schemathesis.openapi.from_wsgi(
 ).exclude(path="/api/v1/events/stream/")
 
 
-@pytest.fixture
-def fuzz_key(db):
-    """A workspace with a little of everything, and its key."""
+@pytest.fixture(params=[ApiKey.Kind.FLEET, ApiKey.Kind.AGENT, ApiKey.Kind.READ])
+def fuzz_key(request, db):
+    """A workspace with a little of everything, and a key of each kind (invariant 13):
+    a refusal, like any other answer, is a 4xx in the schema's shape, never a 5xx."""
     workspace = Workspace.objects.create(slug="fuzz", name="Fuzz")
     project = Project.objects.create(workspace=workspace, key="core", name="Core")
     Issue.objects.create(workspace=workspace, project=project, title="T", description="D")
-    agents.register_session(workspace=workspace, agent_name="coder-1")
-    _, raw = ApiKey.issue(workspace, "fuzz")
+    session = agents.register_session(workspace=workspace, agent_name="coder-1")
+    agent = session.agent if request.param == ApiKey.Kind.AGENT else None
+    _, raw = ApiKey.issue(workspace, "fuzz", kind=request.param, agent=agent)
     return raw
 
 

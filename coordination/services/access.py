@@ -168,9 +168,12 @@ def check_run(key: ApiKey | None, run_id: int) -> None:
 
 def check_close(key: ApiKey | None, issue_id: int, to: object) -> None:
     """Closing an issue releases its lease and file claims (``issue_closed``): an agent
-    key may not close one while another agent holds any of them."""
+    key may not close one while another agent holds any of them. A ``to`` that is not
+    a status at all is left to the call's validation (its 400)."""
     owner = session_owner(key)
-    if owner is None or key is None or to not in Issue.CLOSED_STATUSES:
+    if owner is None or key is None or not isinstance(to, str):
+        return
+    if to not in Issue.CLOSED_STATUSES:
         return
     held = {"workspace_id": key.workspace_id, "issue_id": issue_id, "agent_id__isnull": False}
     others = IssueLease.objects.unreleased().filter(**held).exclude(agent_id=owner).exists() or (

@@ -533,6 +533,20 @@ def test_an_agent_key_moves_any_issue_but_closes_only_what_no_other_agent_holds(
     assert cancelled.status_code == 200, cancelled.content
 
 
+def test_a_status_that_is_no_status_is_a_400_for_an_agent_key_too(world):
+    # The permission layer reads ``to`` before the view validates it: any JSON value.
+    client = agent_client(world)
+    for to in ({"a": 1}, ["done"], 3, None):
+        for path, body in (
+            (f"/issues/{world.beta.issue}/transition/", {"to": to}),
+            (
+                "/work/finish/",
+                {"session": world.alpha.session, "issue": world.beta.issue, "to": to},
+            ),
+        ):
+            assert_error(post(client, path, body), 400, "invalid")
+
+
 def test_a_fleet_key_minted_without_force_may_not_force_nor_mint_one_that_may(world):
     key, raw = keys.mint_key(workspace=world.workspace, name="careful", can_force=False)
     client = make_client(raw)
