@@ -1,14 +1,17 @@
 """Daily rollups of the heatmap's two event logs, kept exact by database triggers.
 
 One ``RollupKey`` per (workspace, project, mode, path) ever counted, with its
-``total``, and one ``RollupDay`` per key and UTC day with events: ``n`` events that
-day and ``before`` events on the days before it. So the count of a key on any run of
-whole days is ``C(end) - C(start)`` with ``C(day) = before + n`` of the key's last
-row before ``day``, one index probe each, however long the history and however wide
-the window; and ``C(end)`` is the key's ``total`` when ``end`` is after its last day,
-as it is for every window that ends now (``heatmap.rollups``). The triggers
+``total`` and the ``first_day`` and ``last_day`` of its events, and one ``RollupDay``
+per key and UTC day *from its first day to its last, every one*: ``n`` events that
+day (none, on a day between two with events) and ``before`` events on the days
+before it. So the count of a key on any run of whole days ``[start, end)`` is
+``C(end) - C(start)``, with ``C(day)`` the ``before`` of the key's row of ``day``,
+``0`` before its first day and its ``total`` after its last, as it is at the end of
+every window that ends now (``heatmap.rollups``). A window's start is then one day:
+its rows of all keys are one range of the (day, key) index, read in one pass however
+long the history and however wide the window. The triggers
 (``heatmap.rollups.triggers``) maintain both in the transaction that writes the
-event rows.
+event rows; a day's row, once made, stays (its ``n`` may fall back to 0).
 """
 
 from django.db import models
@@ -65,6 +68,8 @@ class RollupDay(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["key", "day"], name="one_rollup_row_per_key_day")
         ]
+        # A window's edge: one day's rows of every key, with the count before it.
+        indexes = [models.Index(fields=["day", "key", "before"], name="rollup_days_by_day")]
 
     def __str__(self) -> str:
         return f"{self.key_id} {self.day}: {self.n}"

@@ -25,13 +25,34 @@ def _per_day(source: Source, where: str) -> str:
     )
 
 
+def every_day(source: Source, key_where: str) -> str:
+    """``(key_id, day)``: every day from each key's first day to its last, the rows
+    the triggers keep (``heatmap.models``)."""
+    keys = f"WHERE mode = '{source.mode}' {key_where}"
+    if connection.vendor == "postgresql":
+        return (
+            f"SELECT id AS key_id, first_day + i AS day FROM {KEYS},"
+            f" generate_series(0, last_day - first_day) i {keys}"
+        )
+    return (
+        "WITH RECURSIVE g(key_id, day, last_day) AS ("
+        f" SELECT id, first_day, last_day FROM {KEYS} {keys}"
+        " UNION ALL SELECT key_id, date(day, '+1 day'), last_day FROM g WHERE day < last_day)"
+        " SELECT key_id, day FROM g"
+    )
+
+
 def recount(workspace_id: int | None = None) -> None:
     """Every key and day of ``workspace_id`` (or of every workspace), from the rows."""
     keys = RollupKey.objects.all()
-    where, params = "", []
+    where, key_where, params = "", "", []
     if workspace_id is not None:
         keys = keys.filter(workspace_id=workspace_id)
-        where, params = "WHERE r.workspace_id = %s", [workspace_id]
+        where, key_where, params = (
+            "WHERE r.workspace_id = %s",
+            "AND workspace_id = %s",
+            [workspace_id],
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         RollupDay.objects.filter(key__in=keys).delete()
         keys.delete()
@@ -49,9 +70,12 @@ def recount(workspace_id: int | None = None) -> None:
             cursor.execute(f"ANALYZE {KEYS}")
             cursor.execute(
                 f"INSERT INTO {DAYS} (key_id, day, n, before)"
-                " SELECT k.id, x.day, x.n, sum(x.n) OVER (PARTITION BY k.id ORDER BY x.day) - x.n"
-                f" FROM {COUNTED} x JOIN {KEYS} k ON k.workspace_id = x.workspace_id"
-                f" AND k.project_id = x.project_id AND k.mode = '{source.mode}'"
-                " AND k.path = x.path"
+                " SELECT g.key_id, g.day, coalesce(x.n, 0), coalesce(sum(x.n) OVER ("
+                " PARTITION BY g.key_id ORDER BY g.day ROWS BETWEEN UNBOUNDED PRECEDING"
+                " AND 1 PRECEDING), 0)"
+                f" FROM ({every_day(source, key_where)}) g JOIN {KEYS} k ON k.id = g.key_id"
+                f" LEFT JOIN {COUNTED} x ON x.workspace_id = k.workspace_id"
+                " AND x.project_id = k.project_id AND x.path = k.path AND x.day = g.day",
+                params,
             )
             cursor.execute(f"DROP TABLE {COUNTED}")

@@ -4,13 +4,14 @@
 Each event table (``issue_file_claims`` by ``claimed_at``, ``claim_conflicts`` by
 ``occurred_at``) gets three: after an insert, after a delete, and after an update
 that moves a row's path, time or issue. An event on day ``D`` of key ``K`` (its
-workspace, its issue's project, the mode, its path) adds to ``n`` of ``(K, D)`` —
-the row is made if missing, with ``before`` read from ``K``'s last row before ``D``
-— to ``before`` of every later row of ``K`` (none, for an event of today), and to
-``K``'s ``total``. A removal subtracts the same, and drops a row left with no events
-(the rows around it give the same counts). So ``C(day) = before + n`` of a key's
-last row before ``day`` is always the number of its events before ``day``, and
-``total`` the number of all its events.
+workspace, its issue's project, the mode, its path) first makes the rows ``K`` lacks
+from its rows to ``D`` (a day after its last row with ``before`` its events so far,
+a day before its first with none; for an event of today, usually none or today's),
+then adds to ``n`` of ``(K, D)``, to ``before`` of every later row of ``K`` (none,
+for an event of today), and to ``K``'s ``total``. A removal subtracts the same and
+leaves the row in place. So ``K`` has a row for every day from its first to its
+last, ``before`` of its row of ``day`` is the number of its events before ``day``,
+and ``total`` the number of all its events (``heatmap.models``).
 
 **Exact under concurrency.** SQLite has one writer at a time. On PostgreSQL (READ
 COMMITTED) two writers of one key could otherwise race: one making a key's first row
@@ -27,8 +28,10 @@ share a key were already queued on a path lock before either reaches it.
 
 **Costs.** PostgreSQL runs the insert trigger once per statement, over the
 statement's rows (transition tables): three statements per insert, grouped by key
-and day. SQLite runs three short statements per row. Updates (``seed_demo``'s
-re-anchoring) fire only when path, time or issue changes, so releases cost nothing.
+and day (lock the keys, make the missing days, count), and three per removal.
+SQLite runs three short statements per inserted row and two per removed one.
+Updates (``seed_demo``'s re-anchoring) fire only when path, time or issue changes,
+so releases cost nothing.
 
 A project is counted as the issue's project when the event was written; moving an
 issue to another project later leaves its past events where they were counted.
@@ -87,13 +90,41 @@ def _pg_keyed(source: Source, rows: str) -> str:
     )
 
 
-def _pg_later(source: Source, rows: str) -> str:
-    """``(id, n)``: each row of a key dated after some of ``rows``' days of that key,
-    with the events of those earlier days."""
-    return (
-        f"SELECT d.id, sum(y.n) AS n FROM ({_pg_keyed(source, rows)}) y"
-        f" JOIN {DAYS} d ON d.key_id = y.key_id AND d.day > y.day GROUP BY d.id"
-    )
+def _pg_gap_fill(source: Source, rows: str) -> str:
+    """Make the rows ``rows``' days need: every day from a key's rows to each new day,
+    with no events and the events before it. A day after a key's last row counts the
+    key's events so far; a day before its first, none; a new key gets its one day."""
+    return f"""
+    INSERT INTO {DAYS} (key_id, day, n, before)
+    SELECT DISTINCT y.key_id, g.day, 0, COALESCE(l.upto, 0)
+    FROM ({_pg_keyed(source, rows)}) y
+    LEFT JOIN LATERAL (
+        SELECT d.day, d.before + d.n AS upto FROM {DAYS} d
+        WHERE d.key_id = y.key_id AND d.day < y.day ORDER BY d.day DESC LIMIT 1) l ON true
+    LEFT JOIN LATERAL (
+        SELECT d.day FROM {DAYS} d
+        WHERE d.key_id = y.key_id AND d.day > y.day ORDER BY d.day LIMIT 1) h
+        ON l.day IS NULL
+    CROSS JOIN LATERAL (
+        SELECT COALESCE(l.day + 1, y.day) + i AS day
+        FROM generate_series(0, COALESCE(h.day - 1, y.day) - COALESCE(l.day + 1, y.day)) i) g
+    ORDER BY y.key_id, g.day
+    ON CONFLICT (key_id, day) DO NOTHING;
+    """
+
+
+def _pg_counted(source: Source, rows: str, sign: str) -> str:
+    """Add (``sign`` ``+``) or take away (``-``) ``rows``' events: to ``n`` of their own
+    days and to ``before`` of every later day of their keys."""
+    return f"""
+    UPDATE {DAYS} SET n = {DAYS}.n {sign} c.n, before = {DAYS}.before {sign} c.later
+    FROM (
+        SELECT d.id, COALESCE(sum(y.n) FILTER (WHERE d.day = y.day), 0) AS n,
+               COALESCE(sum(y.n) FILTER (WHERE d.day > y.day), 0) AS later
+        FROM ({_pg_keyed(source, rows)}) y
+        JOIN {DAYS} d ON d.key_id = y.key_id AND d.day >= y.day GROUP BY d.id) c
+    WHERE {DAYS}.id = c.id;
+    """
 
 
 def _pg_insertion(source: Source, rows: str) -> str:
@@ -108,16 +139,8 @@ def _pg_insertion(source: Source, rows: str) -> str:
     SET first_day = LEAST({KEYS}.first_day, excluded.first_day),
         last_day = GREATEST({KEYS}.last_day, excluded.last_day),
         total = {KEYS}.total + excluded.total;
-
-    INSERT INTO {DAYS} (key_id, day, n, before)
-    SELECT y.key_id, y.day, y.n, COALESCE((
-        SELECT d.before + d.n FROM {DAYS} d
-        WHERE d.key_id = y.key_id AND d.day < y.day ORDER BY d.day DESC LIMIT 1), 0)
-    FROM ({_pg_keyed(source, rows)}) y ORDER BY y.key_id, y.day
-    ON CONFLICT (key_id, day) DO UPDATE SET n = {DAYS}.n + excluded.n;
-
-    UPDATE {DAYS} SET before = {DAYS}.before + later.n
-    FROM ({_pg_later(source, rows)}) later WHERE {DAYS}.id = later.id;
+    {_pg_gap_fill(source, rows)}
+    {_pg_counted(source, rows, "+")}
     """
 
 
@@ -129,15 +152,7 @@ def _pg_removal(source: Source, rows: str) -> str:
     UPDATE {KEYS} SET total = {KEYS}.total - y.n
     FROM (SELECT key_id, sum(n) AS n FROM ({_pg_keyed(source, rows)}) z GROUP BY key_id) y
     WHERE {KEYS}.id = y.key_id;
-
-    UPDATE {DAYS} SET n = {DAYS}.n - y.n FROM ({_pg_keyed(source, rows)}) y
-    WHERE {DAYS}.key_id = y.key_id AND {DAYS}.day = y.day;
-
-    DELETE FROM {DAYS} d USING ({_pg_keyed(source, rows)}) y
-    WHERE d.key_id = y.key_id AND d.day = y.day AND d.n = 0;
-
-    UPDATE {DAYS} SET before = {DAYS}.before - later.n
-    FROM ({_pg_later(source, rows)}) later WHERE {DAYS}.id = later.id;
+    {_pg_counted(source, rows, "-")}
     """
 
 
@@ -201,6 +216,8 @@ def _sqlite_key(source: Source, ref: str) -> str:
 def _sqlite_insertion(source: Source) -> str:
     day = f"date(NEW.{source.at})"
     key = _sqlite_key(source, "NEW")
+    earlier = f"FROM {DAYS} WHERE key_id = x.id AND day < {day}"
+    later = f"FROM {DAYS} WHERE key_id = x.id AND day > {day}"
     return f"""
     INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day, total)
     SELECT NEW.workspace_id, i.project_id, '{source.mode}', NEW.path, {day}, {day}, 1
@@ -210,13 +227,22 @@ def _sqlite_insertion(source: Source) -> str:
         last_day = max(last_day, excluded.last_day), total = total + 1;
 
     INSERT INTO {DAYS} (key_id, day, n, before)
-    SELECT x.id, {day}, 1, coalesce((
-        SELECT d.before + d.n FROM {DAYS} d
-        WHERE d.key_id = x.id AND d.day < {day} ORDER BY d.day DESC LIMIT 1), 0)
-    FROM (SELECT {key} AS id) x WHERE true
-    ON CONFLICT (key_id, day) DO UPDATE SET n = n + 1;
+    WITH RECURSIVE x(id) AS (SELECT {key}),
+    edge(id, start, stop, upto) AS (
+        SELECT x.id,
+               coalesce(date((SELECT max(day) {earlier}), '+1 day'), {day}),
+               CASE WHEN EXISTS (SELECT 1 {earlier}) THEN {day}
+                    ELSE coalesce(date((SELECT min(day) {later}), '-1 day'), {day}) END,
+               coalesce((SELECT before + n {earlier} ORDER BY day DESC LIMIT 1), 0)
+        FROM x),
+    gap(day) AS (
+        SELECT start FROM edge UNION ALL
+        SELECT date(gap.day, '+1 day') FROM gap, edge WHERE gap.day < edge.stop)
+    SELECT edge.id, gap.day, 0, edge.upto FROM edge, gap WHERE true
+    ON CONFLICT (key_id, day) DO NOTHING;
 
-    UPDATE {DAYS} SET before = before + 1 WHERE key_id = {key} AND day > {day};
+    UPDATE {DAYS} SET n = n + (day = {day}), before = before + (day > {day})
+    WHERE key_id = {key} AND day >= {day};
     """
 
 
@@ -225,9 +251,8 @@ def _sqlite_removal(source: Source) -> str:
     key = _sqlite_key(source, "OLD")
     return f"""
     UPDATE {KEYS} SET total = total - 1 WHERE id = {key};
-    UPDATE {DAYS} SET n = n - 1 WHERE key_id = {key} AND day = {day};
-    DELETE FROM {DAYS} WHERE key_id = {key} AND day = {day} AND n = 0;
-    UPDATE {DAYS} SET before = before - 1 WHERE key_id = {key} AND day > {day};
+    UPDATE {DAYS} SET n = n - (day = {day}), before = before - (day > {day})
+    WHERE key_id = {key} AND day >= {day};
     """
 
 
