@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from coordination import selectors
@@ -26,6 +26,8 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
 )
+from heatmap.models import DayCount, DayCountSeries
+from heatmap.rollups import midnight, next_midnight
 
 
 def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
@@ -89,39 +91,101 @@ def per_day(
     kinds: dict[Any, str],
     since: datetime,
     until: datetime,
+    counted: dict[tuple[date, str], int] | None = None,
 ) -> DailySeries:
     """Count ``rows`` per UTC day and ``kind_field`` value; ``kinds`` maps a value to
-    its series name (and fixes the series order). Values not in ``kinds`` are left out."""
-    counts: dict[tuple[date, Any], int] = defaultdict(int)
+    its series name (and fixes the series order). Values not in ``kinds`` are left out.
+    ``counted`` holds counts per day and series name already made elsewhere."""
+    counts: dict[tuple[date, str], int] = defaultdict(int, counted or {})
     grouped = counted_per_day(
         rows, time_field=time_field, kind_field=kind_field, since=since, until=until
     )
     for day, kind, n in grouped:
-        counts[(day, kind)] += n
+        if kind in kinds:
+            counts[(day, kinds[kind])] += n
     days = days_of(since, until)
     return DailySeries(
         days=days,
-        series={name: [counts[(day, kind)] for day in days] for kind, name in kinds.items()},
+        series={name: [counts[(day, name)] for day in days] for name in kinds.values()},
+    )
+
+
+def kept_per_day(
+    workspace: Workspace, series: DayCountSeries, *, first: date, end: date
+) -> QuerySet[Any]:
+    """``(day, kind, n)`` of the days ``[first, end)`` of a kept series: a range of
+    the day counts' index, a few rows a day."""
+    return (
+        DayCount.objects.filter(workspace=workspace, series=series, day__gte=first, day__lt=end)
+        .values_list("day", "kind")
+        .annotate(n=Sum("n"))
+        .order_by()
+    )
+
+
+def workspace_per_day(
+    workspace: Workspace,
+    series: DayCountSeries,
+    rows: QuerySet[Any],
+    *,
+    time_field: str,
+    kind_field: str,
+    kinds: dict[Any, str],
+    kept: dict[str, str],
+    since: datetime,
+    until: datetime,
+) -> DailySeries:
+    """``per_day`` of one of the workspace's kept series (invariant 15): its whole UTC
+    days from the day counts (``kept`` maps their kinds to the series names), a range
+    of their index however many events they hold, and only the part days at the
+    window's ends from ``rows`` (at most a day each)."""
+    first = next_midnight(since)
+    end = until.astimezone(UTC).date()
+    if first is None or first >= end:  # no whole day in the window
+        return per_day(
+            rows,
+            time_field=time_field,
+            kind_field=kind_field,
+            kinds=kinds,
+            since=since,
+            until=until,
+        )
+    whole = kept_per_day(workspace, series, first=first, end=end)
+    edges = Q(**{f"{time_field}__lt": midnight(first)}) | Q(**{f"{time_field}__gte": midnight(end)})
+    return per_day(
+        rows.filter(edges),
+        time_field=time_field,
+        kind_field=kind_field,
+        kinds=kinds,
+        since=since,
+        until=until,
+        counted={(day, kept[kind]): n for day, kind, n in whole if kind in kept},
     )
 
 
 def conflicts_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
-    return per_day(
+    return workspace_per_day(
+        workspace,
+        DayCountSeries.CONFLICTS,
         ClaimConflict.objects.filter(workspace=workspace),
         time_field="occurred_at",
         kind_field="forced",
         kinds={False: "rejected", True: "forced"},
+        kept={"rejected": "rejected", "forced": "forced"},
         since=since,
         until=until,
     )
 
 
 def wip_denials_per_day(workspace: Workspace, since: datetime, until: datetime) -> DailySeries:
-    return per_day(
+    return workspace_per_day(
+        workspace,
+        DayCountSeries.WIP_DENIALS,
         WipCapDenial.objects.filter(workspace=workspace),
         time_field="occurred_at",
         kind_field="workspace_id",
         kinds={workspace.pk: "WIP-cap denials"},
+        kept={"": "WIP-cap denials"},
         since=since,
         until=until,
     )
@@ -142,11 +206,14 @@ def releases_per_day(
     until: datetime,
 ) -> DailySeries:
     """Lease or file-claim releases per day, one series per reason."""
-    return per_day(
+    return workspace_per_day(
+        workspace,
+        DayCountSeries.LEASE_RELEASES if model is IssueLease else DayCountSeries.CLAIM_RELEASES,
         model.objects.filter(workspace=workspace),
         time_field="released_at",
         kind_field="release_reason",
         kinds=RELEASE_SERIES,
+        kept=RELEASE_SERIES,
         since=since,
         until=until,
     )

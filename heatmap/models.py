@@ -73,3 +73,38 @@ class RollupDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key_id} {self.day}: {self.n}"
+
+
+class DayCountSeries(models.TextChoices):
+    """The health page's per-day series, each from one table by one time column."""
+
+    CONFLICTS = "conflicts"  # claim_conflicts by occurred_at; kind "rejected" or "forced"
+    WIP_DENIALS = "wip_denials"  # wip_cap_denials by occurred_at; kind ""
+    LEASE_RELEASES = "lease_releases"  # issue_leases by released_at; kind the reason
+    CLAIM_RELEASES = "claim_releases"  # issue_file_claims by released_at; kind the reason
+
+
+class DayCount(models.Model):
+    """Part of one workspace's count of one series, kind and UTC day: the day's count
+    is the sum of its rows. Each writer adds to a row no other open transaction holds
+    (``heatmap.rollups.day_counts``), so writers of one workspace never queue on a
+    counter, and a day has about as many rows as it had writers at once."""
+
+    # No constraint: a trigger may add to a count while the workspace's rows are
+    # deleted (a cascade, in whatever order), and an insert needs no check of it.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    series = models.CharField(max_length=16, choices=DayCountSeries.choices)
+    kind = models.CharField(max_length=32, blank=True)
+    day = models.DateField()
+    n = models.BigIntegerField()
+
+    class Meta:
+        db_table = "heatmap_day_counts"
+        indexes = [
+            models.Index(fields=["workspace", "series", "day", "kind"], name="day_counts_by_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.kind} {self.day}: {self.n}"

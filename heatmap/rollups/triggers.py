@@ -46,6 +46,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from coordination.models import ClaimConflict, FileClaim, Issue
 from heatmap.models import RollupDay, RollupKey, RollupMode
+from heatmap.rollups import day_counts
 
 
 @dataclass(frozen=True)
@@ -298,13 +299,25 @@ def dropping(vendor: str) -> list[str]:
 
 
 def install(connection: BaseDatabaseWrapper) -> None:
-    """(Re)create every trigger on ``connection``'s database."""
+    """(Re)create every trigger on ``connection``'s database: the heatmap's and, from
+    heatmap 0004 on, the health page's day counts' (``day_counts``)."""
     with connection.cursor() as cursor:
         for statement in dropping(connection.vendor) + creating(connection.vendor):
             cursor.execute(statement)
+        if day_counts_exist(connection):
+            for statement in day_counts.dropping(connection.vendor) + day_counts.creating(
+                connection.vendor
+            ):
+                cursor.execute(statement)
 
 
 def uninstall(connection: BaseDatabaseWrapper) -> None:
     with connection.cursor() as cursor:
-        for statement in dropping(connection.vendor):
+        for statement in dropping(connection.vendor) + day_counts.dropping(connection.vendor):
             cursor.execute(statement)
+
+
+def day_counts_exist(connection: BaseDatabaseWrapper) -> bool:
+    """Whether the day counts' table is there yet (migrations before 0004 install
+    these triggers too)."""
+    return day_counts.COUNTS in connection.introspection.table_names()

@@ -9,7 +9,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from coordination.models import ClaimConflict, FileClaim, IssueLease, WipCapDenial
-from heatmap.health import conflicts_per_day, counted_per_day
+from heatmap.health import conflicts_per_day, counted_per_day, kept_per_day
+from heatmap.models import DayCount, DayCountSeries
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,18 @@ def test_a_series_counts_by_utc_day_either_side_of_midnight(workspace, make_issu
     series = conflicts_per_day(workspace, midnight - day, midnight + day)
     assert series.days == [(midnight - day).date(), midnight.date()]
     assert series.series == {"rejected": [1, 1], "forced": [0, 1]}
+
+
+def test_the_whole_days_read_a_range_of_the_day_counts(workspace, make_issue):
+    (index,) = DayCount._meta.indexes
+    until = timezone.now()
+    a_year_of_conflicts(make_issue(), until)
+    rows = kept_per_day(
+        workspace,
+        DayCountSeries.CONFLICTS,
+        first=(until - timedelta(days=7)).date(),
+        end=until.date(),
+    )
+    assert sum(n for _, _, n in rows) == 7 * 4  # a conflict every six hours
+    plan = plan_of(rows)
+    assert index.name in plan, plan

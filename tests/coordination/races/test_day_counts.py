@@ -1,0 +1,81 @@
+"""Releasers of one workspace never queue on its day counts, and the counts stay exact
+(invariant 15, PostgreSQL).
+
+Every release of the workspace adds to the same day's count. Were it one row, each
+releaser would hold it to its commit and the next would wait; each adds instead to a
+row no open transaction holds (``FOR UPDATE SKIP LOCKED``), or makes one.
+"""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import transaction
+from django.db.models import Sum
+
+from coordination.models import FileClaim, Issue, Project, Workspace
+from heatmap.models import DayCount
+from tests.coordination.races.conftest import hold_and_race, run_in_threads
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+DAY = datetime(2026, 11, 2, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+def issue() -> Issue:
+    workspace = Workspace.objects.create(slug="acme", name="Acme")
+    project = Project.objects.create(workspace=workspace, key="core", name="Core")
+    return Issue.objects.create(workspace=workspace, project=project, title="Busy")
+
+
+def claims(issue: Issue, count: int) -> list[int]:
+    return [
+        FileClaim.objects.create(workspace=issue.workspace, issue=issue, path=f"f{n}.py").pk
+        for n in range(count)
+    ]
+
+
+def release(pk: int) -> int:
+    return FileClaim.objects.filter(pk=pk, released_at__isnull=True).update(
+        released_at=DAY, release_reason="released"
+    )
+
+
+def counted(issue: Issue) -> int:
+    rows = DayCount.objects.filter(workspace=issue.workspace, series="claim_releases")
+    return rows.aggregate(n=Sum("n"))["n"] or 0
+
+
+def test_a_release_beside_an_open_one_does_not_wait_for_it(issue):
+    done, held, raced = claims(issue, 3)
+    release(done)  # the day has its row, held by no one
+
+    def holder(let_racer_in):
+        release(held)  # adds to that row, and holds it to this commit
+        return let_racer_in()
+
+    def racer():
+        with transaction.atomic():
+            return release(raced)
+
+    racer_finished_first, released = hold_and_race(holder, racer)
+    assert racer_finished_first is True  # it made a row of its own, it did not queue
+    assert released == 1
+    assert counted(issue) == 3
+    assert DayCount.objects.filter(workspace=issue.workspace).count() == 2
+
+
+def test_many_releasers_at_once_count_every_release(issue):
+    pks = claims(issue, 80)
+    batches = [pks[n::8] for n in range(8)]
+
+    def release_all(batch):
+        released = 0
+        for pk in batch:
+            with transaction.atomic():
+                released += release(pk)
+        return released
+
+    assert run_in_threads(release_all, [(batch,) for batch in batches]) == [10] * 8
+    assert counted(issue) == 80
+    assert DayCount.objects.filter(workspace=issue.workspace).count() <= 8
