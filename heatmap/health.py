@@ -27,7 +27,7 @@ from coordination.models import (
     Workspace,
 )
 from heatmap.models import DayCount, DayCountSeries
-from heatmap.rollups import midnight, next_midnight
+from heatmap.rollups import outside_days, whole_days
 
 
 def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
@@ -139,9 +139,8 @@ def workspace_per_day(
     days from the day counts (``kept`` maps their kinds to the series names), a range
     of their index however many events they hold, and only the part days at the
     window's ends from ``rows`` (at most a day each)."""
-    first = next_midnight(since)
-    end = until.astimezone(UTC).date()
-    if first is None or first >= end:  # no whole day in the window
+    days = whole_days(since, until)
+    if days is None:
         return per_day(
             rows,
             time_field=time_field,
@@ -150,8 +149,9 @@ def workspace_per_day(
             since=since,
             until=until,
         )
+    first, end = days
     whole = kept_per_day(workspace, series, first=first, end=end)
-    edges = Q(**{f"{time_field}__lt": midnight(first)}) | Q(**{f"{time_field}__gte": midnight(end)})
+    edges = outside_days(time_field, since, until, days)
     return per_day(
         rows.filter(edges),
         time_field=time_field,

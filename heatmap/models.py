@@ -76,12 +76,17 @@ class RollupDay(models.Model):
 
 
 class DayCountSeries(models.TextChoices):
-    """The health page's per-day series, each from one table by one time column."""
+    """The health page's per-day series and the board's per issue, each from one
+    table by one time column."""
 
     CONFLICTS = "conflicts"  # claim_conflicts by occurred_at; kind "rejected" or "forced"
     WIP_DENIALS = "wip_denials"  # wip_cap_denials by occurred_at; kind ""
     LEASE_RELEASES = "lease_releases"  # issue_leases by released_at; kind the reason
     CLAIM_RELEASES = "claim_releases"  # issue_file_claims by released_at; kind the reason
+    # The board's, each kind an issue's id:
+    ISSUE_CLAIMS = "issue_claims"  # issue_file_claims by claimed_at
+    ISSUE_REJECTED = "issue_rejected"  # claim_conflicts by occurred_at, the rejected issue
+    ISSUE_HELD = "issue_held"  # and the holding issue, when it is another
 
 
 class DayCount(models.Model):
@@ -103,7 +108,9 @@ class DayCount(models.Model):
     class Meta:
         db_table = "heatmap_day_counts"
         indexes = [
-            models.Index(fields=["workspace", "series", "day", "kind"], name="day_counts_by_day")
+            # A series' days (the health page), and one kind's days (a board card).
+            models.Index(fields=["workspace", "series", "day", "kind"], name="day_counts_by_day"),
+            models.Index(fields=["workspace", "series", "kind", "day"], name="day_counts_by_kind"),
         ]
 
     def __str__(self) -> str:

@@ -6,11 +6,12 @@ template follows (issue, agent, session) are selected with them.
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.db.models import (
     Case,
+    CharField,
     Count,
     Exists,
     F,
@@ -20,11 +21,12 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     Value,
     When,
     Window,
 )
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Cast, Coalesce, RowNumber
 
 from coordination.filtersets import under_prefix
 from coordination.liveness import live_q
@@ -42,6 +44,8 @@ from coordination.models import (
     Workspace,
 )
 from coordination.selectors import count_of
+from heatmap.models import DayCount, DayCountSeries
+from heatmap.rollups import outside_days, whole_days
 
 OPEN_STATUSES = (
     Issue.Status.BACKLOG,
@@ -102,23 +106,52 @@ def board_issues(
 
 def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> QuerySet[Issue]:
     """Each issue with its holder now (``holder_name``, ``holder_live``; no lease: None)
-    and its claims and conflicts (either side) in the window, as subqueries."""
+    and its claims and conflicts (either side) in the window, as subqueries: the whole
+    days from the board's day counts (invariant 15), the part days from the rows."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)
+    days = whole_days(since, until)
+
+    def counted(rows: QuerySet[Any], column: str, series: DayCountSeries) -> Any:
+        if days is None:
+            return count_of(in_window(rows, column, since, until))
+        return kept_count(series, days) + count_of(
+            rows.filter(outside_days(column, since, until, days))
+        )
+
     # Either side, each from its own index: as rejected, and as holder of another's.
     rejected = ClaimConflict.objects.filter(rejected_issue=OuterRef("pk"))
     held = ClaimConflict.objects.filter(holding_issue=OuterRef("pk")).exclude(
         rejected_issue=OuterRef("pk")
     )
+    claims = FileClaim.objects.filter(issue=OuterRef("pk"))
     return rows.select_related("project", "assignee").annotate(
         holder_name=Subquery(unreleased.values("agent__name")[:1]),
         holder_held=Exists(unreleased),
         holder_live=Exists(unreleased.filter(live_q("session__"))),
-        claims_in_window=count_of(
-            in_window(FileClaim.objects.filter(issue=OuterRef("pk")), "claimed_at", since, until)
-        ),
-        conflicts_in_window=count_of(in_window(rejected, "occurred_at", since, until))
-        + count_of(in_window(held, "occurred_at", since, until)),
+        claims_in_window=counted(claims, "claimed_at", DayCountSeries.ISSUE_CLAIMS),
+        conflicts_in_window=counted(rejected, "occurred_at", DayCountSeries.ISSUE_REJECTED)
+        + counted(held, "occurred_at", DayCountSeries.ISSUE_HELD),
     )
+
+
+def kept_count(series: DayCountSeries, days: tuple[date, date]) -> Any:
+    """The outer issue's count of a board series over the whole ``days``: a range of
+    the day counts' index by kind, a few rows a day."""
+    first, end = days
+    kept = (
+        DayCount.objects.filter(
+            workspace=OuterRef("workspace_id"),
+            series=series,
+            kind=Cast(OuterRef("pk"), CharField()),
+            day__gte=first,
+            day__lt=end,
+        )
+        .order_by()
+        .values("kind")
+        .annotate(total=Sum("n"))
+        .values("total")
+    )
+    return Coalesce(Subquery(kept, output_field=IntegerField()), 0)
 
 
 def priority_order() -> Case:

@@ -69,6 +69,21 @@ def days_of(since: datetime, until: datetime) -> tuple[tuple[date, date] | None,
     return (first, end), [span for span in spans if span[0] < span[1]]
 
 
+def whole_days(since: datetime, until: datetime) -> tuple[date, date] | None:
+    """``(first, end)``: the UTC days wholly inside ``[since, until)`` (None: none)."""
+    first = next_midnight(since)
+    end = until.astimezone(UTC).date()
+    return (first, end) if first is not None and first < end else None
+
+
+def outside_days(column: str, since: datetime, until: datetime, days: tuple[date, date]) -> Q:
+    """The part days of ``[since, until)`` at either side of its whole ``days``."""
+    first, end = days
+    return Q(**{f"{column}__gte": since, f"{column}__lt": midnight(first)}) | Q(
+        **{f"{column}__gte": midnight(end), f"{column}__lt": until}
+    )
+
+
 def rolled_up(
     workspace: Workspace,
     *,

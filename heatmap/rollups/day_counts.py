@@ -47,13 +47,18 @@ class Series:
     series: str
     at: str  # the time column; NULL: not counted
     kind: str  # SQL of the kind, over a row named ``r``
+    only: str = "true"  # SQL of which rows count, over ``r``
 
     @property
     def name(self) -> str:
         return f"heatmap_count_{self.series}"
 
-    def of(self, ref: str) -> str:
-        return self.kind.replace("r.", f"{ref}.")
+    def of(self, ref: str, sql: str | None = None) -> str:
+        return (self.kind if sql is None else sql).replace("r.", f"{ref}.")
+
+    def counts(self, ref: str) -> str:
+        """Whether the row ``ref`` is counted."""
+        return f"{ref}.{self.at} IS NOT NULL AND ({self.of(ref, self.only)})"
 
 
 SERIES = (
@@ -76,6 +81,27 @@ SERIES = (
         "released_at",
         "r.release_reason",
     ),
+    # The board's, per issue: its claims, and its conflicts on either side (a
+    # conflict with itself once).
+    Series(
+        FileClaim._meta.db_table,
+        DayCountSeries.ISSUE_CLAIMS.value,
+        "claimed_at",
+        "CAST(r.issue_id AS text)",
+    ),
+    Series(
+        ClaimConflict._meta.db_table,
+        DayCountSeries.ISSUE_REJECTED.value,
+        "occurred_at",
+        "CAST(r.rejected_issue_id AS text)",
+    ),
+    Series(
+        ClaimConflict._meta.db_table,
+        DayCountSeries.ISSUE_HELD.value,
+        "occurred_at",
+        "CAST(r.holding_issue_id AS text)",
+        only="r.holding_issue_id <> r.rejected_issue_id",
+    ),
 )
 
 
@@ -94,7 +120,7 @@ def _pg_function(series: Series, parts: list[tuple[str, int]]) -> str:
     rows = " UNION ALL ".join(
         f"SELECT r.workspace_id, {series.kind} AS kind,"
         f" (r.{series.at} AT TIME ZONE 'UTC')::date AS day, {sign} AS n"
-        f" FROM {table} r WHERE r.{series.at} IS NOT NULL"
+        f" FROM {table} r WHERE {series.counts('r')}"
         for table, sign in parts
     )
     return f"""
@@ -157,8 +183,9 @@ def _sqlite_counted(series: Series, ref: str, sign: str) -> str:
     return f"""
     INSERT INTO {COUNTS} (workspace_id, series, kind, day, n)
     SELECT {ref}.workspace_id, '{series.series}', {series.of(ref)}, {day}, 0
-    WHERE {ref}.{series.at} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {COUNTS} WHERE {same});
-    UPDATE {COUNTS} SET n = n {sign} 1 WHERE id = (SELECT min(id) FROM {COUNTS} WHERE {same});
+    WHERE {series.counts(ref)} AND NOT EXISTS (SELECT 1 FROM {COUNTS} WHERE {same});
+    UPDATE {COUNTS} SET n = n {sign} 1
+    WHERE {series.counts(ref)} AND id = (SELECT min(id) FROM {COUNTS} WHERE {same});
     """
 
 
@@ -208,7 +235,7 @@ def recount(cursor: Any, workspace_id: int | None) -> None:
         cursor.execute(
             f"INSERT INTO {COUNTS} (workspace_id, series, kind, day, n)"
             f" SELECT r.workspace_id, '{series.series}', {series.kind}, {day}, count(*)"
-            f" FROM {series.table} r WHERE r.{series.at} IS NOT NULL {where}"
+            f" FROM {series.table} r WHERE {series.counts('r')} {where}"
             " GROUP BY 1, 3, 4",
             params,
         )

@@ -26,8 +26,8 @@ from coordination.models import (
     Workspace,
 )
 from coordination.services import logs
-from heatmap import health
-from heatmap.models import DayCount
+from heatmap import health, story
+from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups.recount import recount
 
 pytestmark = pytest.mark.django_db
@@ -41,6 +41,7 @@ row = st.tuples(
     st.integers(0, 6 * 24 * 60 - 1),  # minutes after DAY0: six days
     st.one_of(st.none(), st.sampled_from(REASONS)),  # None: a lease or claim still held
     st.booleans(),  # forced (a conflict)
+    st.booleans(),  # the second issue: a claim's, a conflict's holder
 )
 change = st.tuples(
     st.integers(0, 29),
@@ -51,14 +52,23 @@ change = st.tuples(
 window = st.tuples(st.integers(0, 8 * 24), st.integers(1, 8 * 24))  # hours
 
 
-def write(issue: Issue, table: str, at: datetime, reason: str | None, forced: bool, n: int):
+def write(
+    issues: list[Issue],
+    table: str,
+    at: datetime,
+    reason: str | None,
+    forced: bool,
+    second: bool,
+    n: int,
+):
+    issue = issues[0]
     workspace = issue.workspace
     if table == "conflict":
         return ClaimConflict.objects.create(
             workspace=workspace,
             path="src/a.py",
             rejected_issue=issue,
-            holding_issue=issue,
+            holding_issue=issues[second],
             forced=forced,
             occurred_at=at,
         )
@@ -72,7 +82,11 @@ def write(issue: Issue, table: str, at: datetime, reason: str | None, forced: bo
     if table == "lease":  # an issue of its own: one unreleased lease per issue
         issue = Issue.objects.create(workspace=workspace, project=issue.project, title=f"L{n}")
         return IssueLease.objects.create(workspace=workspace, issue=issue, **released)
-    return FileClaim.objects.create(workspace=workspace, issue=issue, path=f"f{n}.py", **released)
+    claim = FileClaim.objects.create(
+        workspace=workspace, issue=issues[second], path=f"f{n}.py", **released
+    )
+    FileClaim.objects.filter(pk=claim.pk).update(claimed_at=at - timedelta(hours=n % 30))
+    return claim
 
 
 def apply(written, what: str, minutes: int, reason: str) -> None:
@@ -135,9 +149,31 @@ def from_the_rows(workspace: Workspace, since: datetime, until: datetime):
     }
 
 
-def sums(workspace: Workspace) -> Counter:
+def board_counts(workspace: Workspace, since: datetime, until: datetime):
+    cards = story.with_story(Issue.objects.filter(workspace=workspace), since=since, until=until)
+    return {card.pk: (card.claims_in_window, card.conflicts_in_window) for card in cards}
+
+
+def board_from_the_rows(workspace: Workspace, since: datetime, until: datetime):
+    claims = Counter(
+        FileClaim.objects.filter(
+            workspace=workspace, claimed_at__gte=since, claimed_at__lt=until
+        ).values_list("issue_id", flat=True)
+    )
+    conflicts = Counter()
+    for rejected, holding in ClaimConflict.objects.filter(
+        workspace=workspace, occurred_at__gte=since, occurred_at__lt=until
+    ).values_list("rejected_issue_id", "holding_issue_id"):
+        conflicts.update({rejected, holding})  # a conflict with itself once
+    return {
+        pk: (claims[pk], conflicts[pk])
+        for pk in Issue.objects.filter(workspace=workspace).values_list("pk", flat=True)
+    }
+
+
+def sums(workspace: Workspace, *series: str) -> Counter:
     counts = (
-        DayCount.objects.filter(workspace=workspace)
+        DayCount.objects.filter(workspace=workspace, series__in=series or DayCountSeries.values)
         .values_list("series", "kind", "day")
         .annotate(total=Sum("n"))
         .order_by()
@@ -158,11 +194,14 @@ def sums(workspace: Workspace) -> Counter:
 def test_day_counts_count_what_the_rows_count(rows, changes, windows):
     workspace = Workspace.objects.create(slug=f"w-{uuid.uuid4().hex[:12]}", name="W")
     project = Project.objects.create(workspace=workspace, key="p", name="P")
-    issue = Issue.objects.create(workspace=workspace, project=project, title="I")
+    issues = [
+        Issue.objects.create(workspace=workspace, project=project, title=title)
+        for title in ("I", "J")
+    ]
     with logs.unlocked(workspace.pk):  # the logs' door, as seed_demo re-dates them
         written = [
-            write(issue, table, DAY0 + timedelta(minutes=minutes), reason, forced, n)
-            for n, (table, minutes, reason, forced) in enumerate(rows, start=1)
+            write(issues, table, DAY0 + timedelta(minutes=minutes), reason, forced, second, n)
+            for n, (table, minutes, reason, forced, second) in enumerate(rows, start=1)
         ]
         for index, what, minutes, reason in changes:
             if index < len(written):
@@ -171,6 +210,7 @@ def test_day_counts_count_what_the_rows_count(rows, changes, windows):
         since = DAY0 - timedelta(days=1) + timedelta(hours=start, minutes=start % 7)
         until = since + timedelta(hours=length)
         assert every_series(workspace, since, until) == from_the_rows(workspace, since, until)
+        assert board_counts(workspace, since, until) == board_from_the_rows(workspace, since, until)
     kept = sums(workspace)
     DayCount.objects.filter(workspace=workspace).delete()
     recount(workspace.pk)
@@ -180,11 +220,11 @@ def test_day_counts_count_what_the_rows_count(rows, changes, windows):
 def test_a_release_counts_on_its_day_and_not_before(workspace, make_issue):
     issue = make_issue()
     claim = FileClaim.objects.create(workspace=workspace, issue=issue, path="a.py")
-    assert not sums(workspace)  # held: not a release
+    assert not sums(workspace, "claim_releases")  # held: not a release
     FileClaim.objects.filter(pk=claim.pk).update(released_at=DAY0, release_reason="expired")
-    assert sums(workspace) == {("claim_releases", "expired", DAY0.date()): 1}
+    assert sums(workspace, "claim_releases") == {("claim_releases", "expired", DAY0.date()): 1}
     FileClaim.objects.filter(pk=claim.pk).update(path="b.py")  # neither time nor kind
-    assert DayCount.objects.filter(workspace=workspace).count() == 1
+    assert DayCount.objects.filter(workspace=workspace, series="claim_releases").count() == 1
 
 
 def test_a_window_of_whole_days_reads_the_counts_not_the_rows(
@@ -192,12 +232,12 @@ def test_a_window_of_whole_days_reads_the_counts_not_the_rows(
 ):
     issue = make_issue()
     for hour in range(0, 5 * 24, 5):
-        write(issue, "conflict", DAY0 + timedelta(hours=hour), None, hour % 2 == 0, 0)
+        write([issue], "conflict", DAY0 + timedelta(hours=hour), None, hour % 2 == 0, False, 0)
     with logs.unlocked(workspace.pk):  # the rows gone, the counts too
         ClaimConflict.objects.filter(workspace=workspace).delete()
     assert sums(workspace) == {}
     for hour in range(0, 5 * 24, 5):
-        write(issue, "conflict", DAY0 + timedelta(hours=hour), None, hour % 2 == 0, 0)
+        write([issue], "conflict", DAY0 + timedelta(hours=hour), None, hour % 2 == 0, False, 0)
     since, until = DAY0 + timedelta(hours=12), DAY0 + timedelta(days=4, hours=12)
     with django_assert_num_queries(2):  # the counts of the whole days, the rows of the ends
         series = health.conflicts_per_day(workspace, since, until)
