@@ -70,12 +70,21 @@ class UtcDate(TruncDate):
 
 
 def counted_per_day(
-    rows: QuerySet[Any], *, time_field: str, kind_field: str, since: datetime, until: datetime
+    rows: QuerySet[Any],
+    *,
+    time_field: str,
+    kind_field: str,
+    since: datetime,
+    until: datetime,
+    within: Q | None = None,
 ) -> QuerySet[Any]:
-    """``(day, kind, n)`` of ``rows`` in the window: a range of the index that starts
-    with the workspace and ``time_field`` (each table has one), not its history."""
+    """``(day, kind, n)`` of ``rows`` in the window (or in the ranges of ``within``,
+    inside it): a range of the index that starts with the workspace and ``time_field``
+    (each table has one), not its history."""
+    if within is None:
+        within = Q(**{f"{time_field}__gte": since, f"{time_field}__lt": until})
     return (
-        rows.filter(**{f"{time_field}__gte": since, f"{time_field}__lt": until})
+        rows.filter(within)
         .annotate(day=UtcDate(time_field, tzinfo=UTC))
         .values_list("day", kind_field)
         .annotate(n=Count("*"))
@@ -92,13 +101,20 @@ def per_day(
     since: datetime,
     until: datetime,
     counted: dict[tuple[date, str], int] | None = None,
+    within: Q | None = None,
 ) -> DailySeries:
     """Count ``rows`` per UTC day and ``kind_field`` value; ``kinds`` maps a value to
     its series name (and fixes the series order). Values not in ``kinds`` are left out.
-    ``counted`` holds counts per day and series name already made elsewhere."""
+    ``counted`` holds counts per day and series name made elsewhere, and then only
+    the rows of ``within`` (ranges inside the window) are counted."""
     counts: dict[tuple[date, str], int] = defaultdict(int, counted or {})
     grouped = counted_per_day(
-        rows, time_field=time_field, kind_field=kind_field, since=since, until=until
+        rows,
+        time_field=time_field,
+        kind_field=kind_field,
+        since=since,
+        until=until,
+        within=within,
     )
     for day, kind, n in grouped:
         if kind in kinds:
@@ -151,15 +167,16 @@ def workspace_per_day(
         )
     first, end = days
     whole = kept_per_day(workspace, series, first=first, end=end)
-    edges = outside_days(time_field, since, until, days)
+    # Two ranges of the rows' index, each at most a day: not the window's rows filtered.
     return per_day(
-        rows.filter(edges),
+        rows,
         time_field=time_field,
         kind_field=kind_field,
         kinds=kinds,
         since=since,
         until=until,
         counted={(day, kept[kind]): n for day, kind, n in whole if kind in kept},
+        within=outside_days(time_field, since, until, days),
     )
 
 

@@ -41,9 +41,12 @@ def release(pk: int) -> int:
     )
 
 
+def releases(issue: Issue):
+    return DayCount.objects.filter(workspace=issue.workspace, series="claim_releases")
+
+
 def counted(issue: Issue) -> int:
-    rows = DayCount.objects.filter(workspace=issue.workspace, series="claim_releases")
-    return rows.aggregate(n=Sum("n"))["n"] or 0
+    return releases(issue).aggregate(n=Sum("n"))["n"] or 0
 
 
 def test_a_release_beside_an_open_one_does_not_wait_for_it(issue):
@@ -62,7 +65,7 @@ def test_a_release_beside_an_open_one_does_not_wait_for_it(issue):
     assert racer_finished_first is True  # it made a row of its own, it did not queue
     assert released == 1
     assert counted(issue) == 3
-    assert DayCount.objects.filter(workspace=issue.workspace).count() == 2
+    assert releases(issue).count() == 2
 
 
 def test_many_releasers_at_once_count_every_release(issue):
@@ -78,4 +81,4 @@ def test_many_releasers_at_once_count_every_release(issue):
 
     assert run_in_threads(release_all, [(batch,) for batch in batches]) == [10] * 8
     assert counted(issue) == 80
-    assert DayCount.objects.filter(workspace=issue.workspace).count() <= 8
+    assert releases(issue).count() <= 8
