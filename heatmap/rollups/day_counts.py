@@ -195,11 +195,13 @@ def sqlite(series: Series) -> Iterator[str]:
     )
     yield (
         f"CREATE TRIGGER {series.name}_insert AFTER INSERT ON {series.table}"
-        f" FOR EACH ROW BEGIN {_sqlite_counted(series, 'NEW', '+')} END"
+        f" FOR EACH ROW WHEN {series.counts('NEW')}"
+        f" BEGIN {_sqlite_counted(series, 'NEW', '+')} END"
     )
     yield (
         f"CREATE TRIGGER {series.name}_delete AFTER DELETE ON {series.table}"
-        f" FOR EACH ROW BEGIN {_sqlite_counted(series, 'OLD', '-')} END"
+        f" FOR EACH ROW WHEN {series.counts('OLD')}"
+        f" BEGIN {_sqlite_counted(series, 'OLD', '-')} END"
     )
     yield (
         f"CREATE TRIGGER {series.name}_update AFTER UPDATE ON {series.table}"

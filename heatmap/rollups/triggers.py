@@ -235,7 +235,8 @@ def _sqlite_insertion(source: Source) -> str:
                CASE WHEN EXISTS (SELECT 1 {earlier}) THEN {day}
                     ELSE coalesce(date((SELECT min(day) {later}), '-1 day'), {day}) END,
                coalesce((SELECT before + n {earlier} ORDER BY day DESC LIMIT 1), 0)
-        FROM x),
+        FROM x  -- most events are of a day their key has: nothing to make
+        WHERE NOT EXISTS (SELECT 1 FROM {DAYS} WHERE key_id = x.id AND day = {day})),
     gap(day) AS (
         SELECT start FROM edge UNION ALL
         SELECT date(gap.day, '+1 day') FROM gap, edge WHERE gap.day < edge.stop)
