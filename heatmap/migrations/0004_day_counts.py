@@ -5,12 +5,13 @@ from django.db import migrations, models
 
 
 def count_every_day(apps, schema_editor):
-    """The triggers that keep the day counts, then the counts of the rows so far."""
-    from heatmap.rollups import triggers
-    from heatmap.rollups.recount import recount
+    """The triggers that keep the day counts, then the counts of the rows so far (the
+    heatmap's rollups are as 0003 left them)."""
+    from heatmap.rollups import day_counts, triggers
 
     triggers.install(schema_editor.connection)
-    recount()
+    with schema_editor.connection.cursor() as cursor:
+        day_counts.recount(cursor, None)
 
 
 def drop_triggers(apps, schema_editor):
