@@ -1,4 +1,5 @@
-"""Rebuild the heatmap's daily rollups from the claim and conflict rows."""
+"""Rebuild the heatmap's daily rollups and the day counts of the health page and the
+board from the rows they count."""
 
 from typing import Any
 
@@ -10,8 +11,8 @@ from heatmap.rollups.recount import recount
 
 class Command(BaseCommand):
     help = (
-        "Rebuild the heatmap's rollups from the event rows (after rows were written"
-        " with the triggers off); the triggers keep them exact otherwise."
+        "Rebuild the heatmap's rollups and the day counts from the rows (after rows were"
+        " written with the triggers off); the triggers keep them exact otherwise."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
