@@ -156,18 +156,13 @@ def workspace_per_day(
     of their index however many events they hold, and only the part days at the
     window's ends from ``rows`` (at most a day each)."""
     days = whole_days(since, until)
-    if days is None:
-        return per_day(
-            rows,
-            time_field=time_field,
-            kind_field=kind_field,
-            kinds=kinds,
-            since=since,
-            until=until,
-        )
-    first, end = days
-    whole = kept_per_day(workspace, series, first=first, end=end)
-    # Two ranges of the rows' index, each at most a day: not the window's rows filtered.
+    counted, within = {}, None
+    if days is not None:
+        first, end = days
+        whole = kept_per_day(workspace, series, first=first, end=end)
+        counted = {(day, kept[kind]): n for day, kind, n in whole if kind in kept}
+        # Two ranges of the rows' index, each at most a day: not the window's rows.
+        within = outside_days(time_field, since, until, days)
     return per_day(
         rows,
         time_field=time_field,
@@ -175,8 +170,8 @@ def workspace_per_day(
         kinds=kinds,
         since=since,
         until=until,
-        counted={(day, kept[kind]): n for day, kind, n in whole if kind in kept},
-        within=outside_days(time_field, since, until, days),
+        counted=counted,
+        within=within,
     )
 
 
