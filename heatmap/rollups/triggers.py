@@ -92,24 +92,27 @@ def _pg_keyed(source: Source, rows: str) -> str:
 
 
 def _pg_gap_fill(source: Source, rows: str) -> str:
-    """Make the rows ``rows``' days need: every day from a key's rows to each new day,
-    with no events and the events before it. A day after a key's last row counts the
-    key's events so far; a day before its first, none; a new key gets its one day."""
+    """Make the rows ``rows``' days need, per key: every day from its new days to its
+    rows (a key's rows run from its first day to its last), with no events and the
+    events before it. A day after a key's last row counts the key's events so far; a
+    day before its first, or of a new key, none."""
     return f"""
     INSERT INTO {DAYS} (key_id, day, n, before)
-    SELECT DISTINCT y.key_id, g.day, 0, COALESCE(l.upto, 0)
-    FROM ({_pg_keyed(source, rows)}) y
+    SELECT k.key_id, g.day, 0,
+           CASE WHEN f.day IS NULL OR g.day < f.day THEN 0 ELSE l.upto END
+    FROM (SELECT key_id, min(day) AS lo, max(day) AS hi
+          FROM ({_pg_keyed(source, rows)}) y GROUP BY key_id) k
+    LEFT JOIN LATERAL (
+        SELECT d.day FROM {DAYS} d WHERE d.key_id = k.key_id ORDER BY d.day LIMIT 1) f ON true
     LEFT JOIN LATERAL (
         SELECT d.day, d.before + d.n AS upto FROM {DAYS} d
-        WHERE d.key_id = y.key_id AND d.day < y.day ORDER BY d.day DESC LIMIT 1) l ON true
-    LEFT JOIN LATERAL (
-        SELECT d.day FROM {DAYS} d
-        WHERE d.key_id = y.key_id AND d.day > y.day ORDER BY d.day LIMIT 1) h
-        ON l.day IS NULL
+        WHERE d.key_id = k.key_id ORDER BY d.day DESC LIMIT 1) l ON true
     CROSS JOIN LATERAL (
-        SELECT COALESCE(l.day + 1, y.day) + i AS day
-        FROM generate_series(0, COALESCE(h.day - 1, y.day) - COALESCE(l.day + 1, y.day)) i) g
-    ORDER BY y.key_id, g.day
+        -- Before its first row (or all of a new key's), then after its last.
+        SELECT k.lo + i AS day FROM generate_series(0, COALESCE(f.day - 1, k.hi) - k.lo) i
+        UNION ALL
+        SELECT l.day + i FROM generate_series(1, k.hi - l.day) i) g
+    ORDER BY k.key_id, g.day
     ON CONFLICT (key_id, day) DO NOTHING;
     """
 

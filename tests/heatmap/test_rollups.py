@@ -242,3 +242,25 @@ def test_recount_command_rebuilds_one_workspace(workspace, other_workspace, make
     assert before == [row for row in RollupDay.objects.values_list(*counted) if row[3]]
     with pytest.raises(CommandError, match="No workspace"):
         call_command("recount_heatmap", "--workspace", "nope")
+
+
+def test_one_statement_of_many_days_fills_every_day_between(workspace, make_issue):
+    """A bulk insert (one statement: PostgreSQL's trigger sees all its rows at once) of
+    a new key's days, and of days on both sides of a key's rows, leaves no gap."""
+    issue = make_issue()
+    conflict = {"workspace": workspace, "rejected_issue": issue, "holding_issue": issue}
+    ClaimConflict.objects.bulk_create(
+        ClaimConflict(path=path, occurred_at=DAY0 + timedelta(days=days), **conflict)
+        for path, days in (("a.py", 0), ("a.py", 4), ("a.py", 9), ("b.py", 5))
+    )
+    ClaimConflict.objects.bulk_create(
+        ClaimConflict(path=path, occurred_at=DAY0 + timedelta(days=days), **conflict)
+        for path, days in (("b.py", 1), ("b.py", 8), ("a.py", 2))
+    )
+    assert_consistent(workspace)
+    rows = day_rows(workspace)
+    assert [row[3] for row in rows if row[2] == "b.py"] == [
+        DAY0.date() + timedelta(days=d) for d in range(1, 9)
+    ]
+    window = {"since": DAY0 + timedelta(days=3), "until": DAY0 + timedelta(days=9)}
+    assert path_counts(workspace, mode="contention", **window) == {"a.py": 1, "b.py": 2}
