@@ -27,8 +27,10 @@ paths' advisory locks (``coordination.services.file_claims``), so two claimers t
 share a key were already queued on a path lock before either reaches it.
 
 **Costs.** PostgreSQL runs the insert trigger once per statement, over the
-statement's rows (transition tables): three statements per insert, grouped by key
-and day (lock the keys, make the missing days, count), and three per removal.
+statement's rows (transition tables): two statements per insert, grouped by key and
+day (lock the keys; then make the missing days, already counted, and count the rows
+there were), and three per removal. A row is written once per statement, however
+many days the statement brings (a bulk load of a long history).
 SQLite runs three short statements per inserted row and two per removed one.
 Updates (``seed_demo``'s re-anchoring) fire only when path, time or issue changes,
 so releases cost nothing.
@@ -91,47 +93,71 @@ def _pg_keyed(source: Source, rows: str) -> str:
     )
 
 
-def _pg_gap_fill(source: Source, rows: str) -> str:
-    """Make the rows ``rows``' days need, per key: every day from its new days to its
-    rows (a key's rows run from its first day to its last), with no events and the
-    events before it. A day after a key's last row counts the key's events so far; a
-    day before its first, or of a new key, none."""
+def _pg_by_day(source: Source, rows: str) -> str:
+    """``y``: ``rows``' events per key and day, with ``upto``, the key's events of
+    ``rows`` up to that day, and ``until``, the key's next day in ``rows``: each row of
+    the key from ``day`` to before ``until`` has ``upto`` of them before it, but ``n``
+    fewer on ``day`` itself."""
     return f"""
-    INSERT INTO {DAYS} (key_id, day, n, before)
-    SELECT k.key_id, g.day, 0,
-           CASE WHEN f.day IS NULL OR g.day < f.day THEN 0 ELSE l.upto END
-    FROM (SELECT key_id, min(day) AS lo, max(day) AS hi
-          FROM ({_pg_keyed(source, rows)}) y GROUP BY key_id) k
-    LEFT JOIN LATERAL (
-        SELECT d.day FROM {DAYS} d WHERE d.key_id = k.key_id ORDER BY d.day LIMIT 1) f ON true
-    LEFT JOIN LATERAL (
-        SELECT d.day, d.before + d.n AS upto FROM {DAYS} d
-        WHERE d.key_id = k.key_id ORDER BY d.day DESC LIMIT 1) l ON true
-    CROSS JOIN LATERAL (
-        -- Before its first row (or all of a new key's), then after its last.
-        SELECT k.lo + i AS day FROM generate_series(0, COALESCE(f.day - 1, k.hi) - k.lo) i
-        UNION ALL
-        SELECT l.day + i FROM generate_series(1, k.hi - l.day) i) g
-    ORDER BY k.key_id, g.day
-    ON CONFLICT (key_id, day) DO NOTHING;
-    """
+    y AS (
+        SELECT key_id, day, n, sum(n) OVER w AS upto,
+               COALESCE(lead(day) OVER w, 'infinity') AS until
+        FROM ({_pg_keyed(source, rows)}) z
+        WINDOW w AS (PARTITION BY key_id ORDER BY day))"""
 
 
-def _pg_counted(source: Source, rows: str, sign: str) -> str:
-    """Add (``sign`` ``+``) or take away (``-``) ``rows``' events: to ``n`` of their own
-    days and to ``before`` of every later day of their keys."""
+def _pg_counted(sign: str) -> str:
+    """Add (``sign`` ``+``) or take away (``-``) ``y``'s events: to ``n`` of their own
+    days and to ``before`` of every later day of their keys. Each row of a key is read
+    once, from the key's first new day on, however many days a statement brings."""
     return f"""
     UPDATE {DAYS} SET n = {DAYS}.n {sign} c.n, before = {DAYS}.before {sign} c.later
     FROM (
-        SELECT d.id, COALESCE(sum(y.n) FILTER (WHERE d.day = y.day), 0) AS n,
-               COALESCE(sum(y.n) FILTER (WHERE d.day > y.day), 0) AS later
-        FROM ({_pg_keyed(source, rows)}) y
-        JOIN {DAYS} d ON d.key_id = y.key_id AND d.day >= y.day GROUP BY d.id) c
+        SELECT d.id, CASE WHEN d.day = y.day THEN y.n ELSE 0 END AS n,
+               CASE WHEN d.day = y.day THEN y.upto - y.n ELSE y.upto END AS later
+        FROM y JOIN {DAYS} d ON d.key_id = y.key_id AND d.day >= y.day AND d.day < y.until
+    ) c
     WHERE {DAYS}.id = c.id;
     """
 
 
+def _pg_filled() -> str:
+    """Make the rows ``y``'s days need, already counted: every day from a key's new
+    days to its rows (a key's rows run from its first day to its last). A day after
+    the key's last row has the key's events so far before it, a day before its first
+    (or any of a new key's) none, each plus the new events of earlier days."""
+    return f"""
+    span AS (
+        SELECT s.key_id, g.day,
+               CASE WHEN f.day IS NULL OR g.day < f.day THEN 0 ELSE l.upto END AS had
+        FROM (SELECT key_id, min(day) AS lo, max(day) AS hi FROM y GROUP BY key_id) s
+        LEFT JOIN LATERAL (
+            SELECT d.day FROM {DAYS} d WHERE d.key_id = s.key_id ORDER BY d.day LIMIT 1) f ON true
+        LEFT JOIN LATERAL (
+            SELECT d.day, d.before + d.n AS upto FROM {DAYS} d
+            WHERE d.key_id = s.key_id ORDER BY d.day DESC LIMIT 1) l ON true
+        CROSS JOIN LATERAL (
+            -- Before its first row (or all of a new key's), then after its last.
+            SELECT s.lo + i AS day FROM generate_series(0, COALESCE(f.day - 1, s.hi) - s.lo) i
+            UNION ALL
+            SELECT l.day + i FROM generate_series(1, s.hi - l.day) i) g),
+    filled AS (
+        INSERT INTO {DAYS} (key_id, day, n, before)
+        SELECT key_id, day, n, had + upto - n FROM (
+            -- The new events up to each missing day, from those of every new day.
+            SELECT COALESCE(m.key_id, y.key_id) AS key_id, COALESCE(m.day, y.day) AS day,
+                   m.had, COALESCE(y.n, 0) AS n,
+                   sum(COALESCE(y.n, 0)) OVER (
+                       PARTITION BY COALESCE(m.key_id, y.key_id)
+                       ORDER BY COALESCE(m.day, y.day)) AS upto
+            FROM span m FULL JOIN y ON y.key_id = m.key_id AND y.day = m.day) t
+        WHERE had IS NOT NULL
+        ORDER BY key_id, day)"""
+
+
 def _pg_insertion(source: Source, rows: str) -> str:
+    # One statement makes the missing rows and counts the rows there were: its
+    # UPDATE sees the rows as they were before it, so it never counts a made one twice.
     return f"""
     INSERT INTO {KEYS} (workspace_id, project_id, mode, path, first_day, last_day, total)
     SELECT r.workspace_id, i.project_id, '{source.mode}', r.path,
@@ -143,8 +169,10 @@ def _pg_insertion(source: Source, rows: str) -> str:
     SET first_day = LEAST({KEYS}.first_day, excluded.first_day),
         last_day = GREATEST({KEYS}.last_day, excluded.last_day),
         total = {KEYS}.total + excluded.total;
-    {_pg_gap_fill(source, rows)}
-    {_pg_counted(source, rows, "+")}
+
+    WITH {_pg_by_day(source, rows)},
+    {_pg_filled()}
+    {_pg_counted("+")}
     """
 
 
@@ -156,7 +184,9 @@ def _pg_removal(source: Source, rows: str) -> str:
     UPDATE {KEYS} SET total = {KEYS}.total - y.n
     FROM (SELECT key_id, sum(n) AS n FROM ({_pg_keyed(source, rows)}) z GROUP BY key_id) y
     WHERE {KEYS}.id = y.key_id;
-    {_pg_counted(source, rows, "-")}
+
+    WITH {_pg_by_day(source, rows)}
+    {_pg_counted("-")}
     """
 
 
