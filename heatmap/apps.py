@@ -6,4 +6,8 @@ class HeatmapConfig(AppConfig):
     verbose_name = "Heatmap"
 
     def ready(self) -> None:
+        from coordination.services import bulk
         from heatmap import paths  # noqa: F401  (registers the SQLite path function)
+        from heatmap.rollups.bulk import loading
+
+        bulk.register(loading)

@@ -42,7 +42,7 @@ from coordination.models import (
     Workspace,
     hash_api_key,
 )
-from coordination.services import logs
+from coordination.services import bulk, logs
 
 PATHS_PER_AGENT = 10
 CONTENDED_POOL_SIZE = 50
@@ -168,13 +168,14 @@ def create_workspace(agent_count: int) -> BenchWorkspace:
 
 
 def drop(bench: BenchWorkspace) -> None:
-    """Delete the workspace and everything in it. The claims, most of the rows and no
-    log, go first in one plain DELETE by workspace; the cascade does the rest."""
-    with connection.cursor() as cursor:
+    """Delete the workspace and everything in it, as a bulk load: the claims, most of
+    the rows and no log, go first in one plain DELETE by workspace; the cascade does
+    the rest."""
+    with bulk.loading(bench.pk), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {FileClaim._meta.db_table} WHERE workspace_id = %s", [bench.pk]
         )
-    logs.delete_workspace(bench.workspace)
+        logs.delete_workspace(bench.workspace)
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -290,10 +291,13 @@ def load_history(bench: BenchWorkspace, volumes: Volumes) -> None:
     at times spread over 90 days, against every issue of the workspace."""
     agents = ensure_fleet(bench, volumes.fleet_agents)
     issues = list(Issue.objects.filter(workspace=bench.workspace).values_list("pk", flat=True))
-    if postgres():
-        load_history_postgres(bench, volumes, agents, issues)
-    else:
-        load_history_sqlite(bench, volumes, agents, issues, source_tree(volumes.history_paths))
+    # A bulk load, as an import would be: what triggers derive from the rows is
+    # rebuilt once after, not row by row (a few minutes less on either database).
+    with bulk.loading(bench.pk):
+        if postgres():
+            load_history_postgres(bench, volumes, agents, issues)
+        else:
+            load_history_sqlite(bench, volumes, agents, issues, source_tree(volumes.history_paths))
     analyze(FileClaim, ClaimConflict)
 
 

@@ -138,17 +138,20 @@ class Counter:
 
 @contextmanager
 def quiet() -> Iterator[None]:
-    """The counter's refusals are on purpose: no warning for each (Django logs every
-    4xx), nor for the static files the bench never serves."""
-    request_logger = logging.getLogger("django.request")
-    level = request_logger.level
-    request_logger.setLevel(logging.ERROR)
+    """The counter's requests are not the bench's figures: no line for each (the
+    request log's), no warning for its refusals, which are on purpose (Django logs
+    every 4xx), nor for the static files the bench never serves."""
+    loggers = [logging.getLogger(name) for name in ("projektor.request", "django.request")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="No directory at")
             yield
     finally:
-        request_logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def count_statements(

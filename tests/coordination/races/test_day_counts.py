@@ -6,14 +6,16 @@ releaser would hold it to its commit and the next would wait; each adds instead 
 row no open transaction holds (``FOR UPDATE SKIP LOCKED``), or makes one.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import transaction
 from django.db.models import Sum
 
 from coordination.models import FileClaim, Issue, Project, Workspace
+from coordination.services import bulk
 from heatmap.models import DayCount
+from heatmap.rollups import path_counts
 from tests.coordination.races.conftest import hold_and_race, run_in_threads
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -82,3 +84,43 @@ def test_many_releasers_at_once_count_every_release(issue):
     assert run_in_threads(release_all, [(batch,) for batch in batches]) == [10] * 8
     assert counted(issue) == 80
     assert releases(issue).count() <= 8
+
+
+def test_a_writer_beside_a_bulk_load_waits_for_it_and_is_counted(issue):
+    """A bulk load turns the triggers off in its transaction (its DDL holds the tables
+    until its commit), so another workspace's claim meanwhile queues behind it, then
+    counts through the triggers again: no row escapes the rollups or the day counts."""
+    other = Workspace.objects.create(slug="globex", name="Globex")
+    other_issue = Issue.objects.create(
+        workspace=other,
+        project=Project.objects.create(workspace=other, key="core", name="Core"),
+        title="Elsewhere",
+    )
+
+    def loader(let_racer_in):
+        with bulk.loading(issue.workspace.pk):
+            FileClaim.objects.bulk_create(
+                FileClaim(
+                    workspace=issue.workspace,
+                    issue=issue,
+                    path=f"f{n}.py",
+                    claimed_at=DAY,
+                    released_at=DAY,
+                    release_reason="released",
+                )
+                for n in range(5)
+            )
+            return let_racer_in()
+
+    def writer():
+        claim = FileClaim.objects.create(workspace=other, issue=other_issue, path="g.py")
+        return release(claim.pk)
+
+    writer_finished_first, released = hold_and_race(loader, writer)
+    assert writer_finished_first is False  # it queued behind the load's transaction
+    assert released == 1
+    assert counted(issue) == 5
+    assert counted(other_issue) == 1
+    window = {"since": DAY - timedelta(days=400), "until": DAY + timedelta(days=400)}
+    assert path_counts(other, mode="claims", **window) == {"g.py": 1}
+    assert len(path_counts(issue.workspace, mode="claims", **window)) == 5
