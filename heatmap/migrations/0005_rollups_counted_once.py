@@ -2,8 +2,10 @@ from django.db import migrations
 
 
 def reinstall(apps, schema_editor):
-    """The PostgreSQL insert trigger that makes a statement's missing days already
-    counted, so a bulk load writes each day row once; the rows it keeps are the same."""
+    """PostgreSQL's triggers again: a statement's missing days are made already
+    counted, so a bulk load writes each day row once, and a claim's path is compared
+    in the keys' collation, so its key is found by index, not by reading every key.
+    The rows they keep are the same."""
     from heatmap.rollups import triggers
 
     triggers.install(schema_editor.connection)

@@ -191,13 +191,20 @@ def _pg_removal(source: Source, rows: str) -> str:
 
 
 def _pg_rows(source: Source, ref: str) -> str:
-    """A row (``OLD``/``NEW``) or a transition table, as the columns the SQL reads."""
+    """A row (``OLD``/``NEW``) or a transition table, as the columns the SQL reads.
+
+    The path in the keys' collation: a claim's is ``"C"`` (coordination 0011), and
+    compared in it, a key could not be found by its index, only by reading them all."""
+    path = 'path COLLATE "default"'
     if ref in ("OLD", "NEW"):
         return (
             f"SELECT {ref}.workspace_id AS workspace_id, {ref}.{source.issue} AS issue_id,"
-            f" {ref}.path AS path, {ref}.{source.at} AS at"
+            f" {ref}.{path} AS path, {ref}.{source.at} AS at"
         )
-    return f"SELECT workspace_id, {source.issue} AS issue_id, path, {source.at} AS at FROM {ref}"
+    return (
+        f"SELECT workspace_id, {source.issue} AS issue_id, {path} AS path,"
+        f" {source.at} AS at FROM {ref}"
+    )
 
 
 def _pg_function(name: str, body: str) -> str:
