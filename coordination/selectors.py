@@ -2,16 +2,14 @@
 a URL id (or the ``issue`` of a body) that is not in the workspace is 404; any
 other unknown reference in a body is 400 (docs/design.md, error shape)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.db.models import (
-    Case,
     Count,
-    Exists,
     F,
     Func,
     IntegerField,
@@ -20,7 +18,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    When,
     Window,
     prefetch_related_objects,
 )
@@ -29,8 +26,6 @@ from django.db.models.functions import RowNumber
 from coordination.errors import InvalidInput, NotFound
 from coordination.liveness import dialect, live_q
 from coordination.models import (
-    READY,
-    READY_RANK,
     Agent,
     AgentSession,
     AgentSessionQuerySet,
@@ -51,7 +46,7 @@ from coordination.models import (
     WorktreeLock,
 )
 from coordination.services import sql
-from coordination.services.rows import fetchone
+from coordination.services.rows import Listing, fetchone, take
 
 
 def sessions(workspace: Workspace) -> AgentSessionQuerySet:
@@ -100,28 +95,45 @@ def issue_as_shown(issue: Issue) -> Issue:
 
 def ready_issues(
     workspace: Workspace, *, project: Project | None = None, include_not_ready: bool = False
-) -> QuerySet[Issue]:
+) -> Listing[Issue]:
     """The ready queue [get_ready_issues]: issues in ``todo`` that meet the definition
     of ready and have no live lease, urgent first (priority 1, 2, 3, 4, then 0 for
     none), oldest first within a priority. With ``include_not_ready``, the other open
-    issues without a live lease follow, in the same order (``is_ready`` tells them
-    apart; ``workflow.missing_for_work`` says what each lacks).
+    issues without a live lease follow, in the same order (``workflow.missing_for_work``
+    says what each lacks). Each issue as ``issues()`` loads it.
 
-    The queue alone filters with ``READY`` and sorts on ``READY_RANK``, the expressions
-    of its partial index (``issue_ready_queue_idx``): the database walks the index in
-    the queue's order, skipping leased issues, and stops at the page's end; on
-    PostgreSQL the count reads the index only. With ``include_not_ready`` the open
-    issues are sorted."""
-    live_lease = Exists(IssueLease.objects.live().filter(issue=OuterRef("pk")))
-    rows = issues(workspace).filter(~live_lease).annotate(rank=READY_RANK)
-    if project is not None:
-        rows = rows.filter(project=project)
-    if not include_not_ready:
-        return rows.filter(READY).order_by("rank", "created_at", "id")
-    rows = rows.exclude(status__in=Issue.CLOSED_STATUSES).annotate(
-        is_ready=Case(When(READY, then=True), default=False)
+    SQL (``sql.queue_page``), paged as a queryset is: the queue alone is read off its
+    partial index (``issue_ready_queue_idx``) in order, up to the page's end, and on
+    PostgreSQL its count reads the index only."""
+    d = dialect()
+    queue = sql.Queue(
+        workspace_id=workspace.pk,
+        project_id=project.pk if project is not None else None,
+        closed=sorted(Issue.CLOSED_STATUSES) if include_not_ready else None,
     )
-    return rows.order_by("-is_ready", "rank", "created_at", "id")
+    return Listing(
+        counted=sql.queue_count(d, queue),
+        page=lambda limit, offset: sql.queue_page(d, queue, limit=limit, offset=offset),
+        load=queued_issue,
+    )
+
+
+def queued_issue(row: Sequence[Any]) -> Issue:
+    """A row of ``sql.queue_page``: the issue with its project, worktree and assignee
+    and, as ``unreleased_leases``, its unreleased lease with ``is_live`` and its agent."""
+    issue, at = take(Issue, row, 0)
+    assert issue is not None
+    project, at = take(Project, row, at)
+    assert project is not None  # an issue's project is required
+    issue.project = project
+    issue.worktree, at = take(Worktree, row, at)
+    issue.assignee, at = take(Agent, row, at)
+    lease, at = take(IssueLease, row, at)
+    if lease is not None:
+        lease.is_live = bool(row[at])  # type: ignore[attr-defined]
+        lease.agent, _ = take(Agent, row, at + 1)
+    issue.unreleased_leases = [lease] if lease is not None else []  # type: ignore[attr-defined]
+    return issue
 
 
 def wip_cap_denials(workspace: Workspace) -> QuerySet[WipCapDenial]:

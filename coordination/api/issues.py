@@ -113,7 +113,7 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
             project=selectors.get_project(self.workspace, key) if key else None,
             include_not_ready=query.validated_data["include_not_ready"],
         )
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # paged as a queryset
         return self.get_paginated_response(s.QueuedIssueSerializer(page, many=True).data)
 
     @extend_schema(

@@ -8,7 +8,6 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef
 
 from coordination import selectors
 from coordination.models import ApiKey, Issue, IssueLease, Workspace
@@ -69,9 +68,10 @@ def free_issue(workspace: Workspace) -> Issue | None:
     """The first issue of the ready queue that a new session can claim now (its
     project is below its WIP cap), preferring one never leased: its first lease has
     fence 1."""
-    ever_leased = Exists(IssueLease.objects.filter(issue=OuterRef("pk")))
-    ready = selectors.ready_issues(workspace).annotate(ever_leased=ever_leased)
-    for issue in sorted(ready, key=lambda issue: issue.ever_leased):  # type: ignore[attr-defined]
+    queue = selectors.ready_issues(workspace)
+    ready = queue[: queue.count()]
+    ever_leased = set(IssueLease.objects.filter(issue__in=ready).values_list("issue", flat=True))
+    for issue in sorted(ready, key=lambda issue: issue.pk in ever_leased):
         live = IssueLease.objects.live().filter(issue__project=issue.project).count()
         if live < issue.project.agent_wip_limit:
             return issue

@@ -9,12 +9,12 @@ still come back as fully loaded model instances, so serializers and callers see 
 difference and no later attribute read queries.
 """
 
-__all__ = ["dialect", "execute", "fetchall", "fetchone", "instance", "take"]
+__all__ = ["Listing", "dialect", "execute", "fetchall", "fetchone", "instance", "take"]
 
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -123,3 +123,28 @@ def take(model: type[M], row: Sequence[Any], at: int) -> tuple[M | None, int]:
     end = at + len(COLUMNS[model._meta.db_table])
     values = row[at:end]
     return (instance(model, values) if values[0] is not None else None), end
+
+
+@dataclass(frozen=True)
+class Listing(Generic[M]):
+    """A list of SQL rows that Django's paginator (and so DRF's) pages through as it
+    does a queryset: ``count()`` runs one statement, a slice another (``LIMIT`` and
+    ``OFFSET``), each row made an instance by ``load``. An empty slice sends none."""
+
+    counted: Statement
+    page: Callable[[int, int], Statement]  # (limit, offset)
+    load: Callable[[Sequence[Any]], M]
+    ordered = True  # the statements order their rows (the paginator warns otherwise)
+
+    def count(self) -> int:
+        row = fetchone(self.counted)
+        assert row is not None
+        return int(row[0])
+
+    def __getitem__(self, window: slice) -> list[M]:
+        start, stop, step = window.start or 0, window.stop, window.step
+        if not isinstance(stop, int) or step not in (None, 1) or start < 0:
+            raise TypeError("a Listing is sliced with [start:stop]")
+        if stop <= start:
+            return []
+        return [self.load(row) for row in fetchall(self.page(stop - start, start))]

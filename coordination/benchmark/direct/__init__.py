@@ -26,8 +26,10 @@ process, in autocommit between transactions as Django runs. Per operation:
   CONFLICT DO NOTHING RETURNING;
 - files release (``file_claims.release_files``): one UPDATE of the session's
   unreleased claims of the issue, locked in path order, RETURNING their paths;
-- live and ready lists: the paginator's count, the first page of 100 with the joins
-  the serializers need and, for issues, the prefetch of their unreleased leases.
+- live list: the paginator's count, the first page of 100 with the joins the
+  serializer needs;
+- ready list: the count and the first page of 100 (``sql.queue_count``,
+  ``sql.queue_page``: each issue with its unreleased lease, in the page's rows).
 
 Left out, on purpose:
 
@@ -42,11 +44,12 @@ Left out, on purpose:
 
 The services' hand-written statements (the key lookup, the heartbeat, the lease's
 locks and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
-release) are not copied here: they are built by the same ``coordination.services.sql``
-builders the services call, which import nothing from Django, so this process never
-does. The statements the services leave to the ORM (lookups, the lists) are written
-out below as the ORM sends them. The command counts each request's statements on both
-sides and fails the run when they differ: this module has to follow the services.
+release, the ready queue) are not copied here: they are built by the same
+``coordination.services.sql`` builders the services call, which import nothing from
+Django, so this process never does. The statements the services leave to the ORM
+(lookups, the live list) are written out below as the ORM sends them. The command
+counts each request's statements on both sides and fails the run when they differ:
+this module has to follow the services.
 """
 
 from coordination.benchmark.direct.connection import DirectTarget, Refused

@@ -56,7 +56,6 @@ class DirectConnection:
         live = self.live = self.dialect.live("s")
         # Liveness as the ORM writes its annotations: CASE WHEN ... END.
         self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
-        self.lease_live = f"CASE WHEN l.released_at IS NULL AND {live} THEN TRUE ELSE FALSE END"
 
     # --- plumbing ----------------------------------------------------------------------
 

@@ -17,9 +17,6 @@ CLOSED_STATUSES = ("done", "cancelled")
 SESSION = sql.columns(sql.SESSION, "s")
 AGENT = sql.columns(sql.AGENT, "a")
 WORKTREE = sql.columns(sql.WORKTREE, "wt")
-ISSUE = sql.columns(sql.ISSUE, "i")
-PROJECT = sql.columns(sql.PROJECT, "p")
-LEASE = sql.columns(sql.LEASE, "l")
 
 # Where the services' statements put what the bench reads of their rows.
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
@@ -352,43 +349,13 @@ class DirectDriver(DirectConnection):
         return self.answer(self.ready_issues)
 
     def ready_issues(self) -> str:
-        """GET /issues/ready/: selectors.ready_issues (ORM), paginated: the count, the
-        first page, the prefetch of those issues' unreleased leases. Filtered with
-        READY and sorted on READY_RANK, the expressions of issue_ready_queue_idx."""
+        """GET /issues/ready/: selectors.ready_issues, paginated: the count, then the
+        first page (sql.queue_count, sql.queue_page), read off issue_ready_queue_idx."""
         self.active_key()
-        where = (
-            "i.workspace_id = %s"
-            " AND NOT EXISTS (SELECT 1 AS a FROM issue_leases l"
-            " INNER JOIN agent_sessions s ON l.session_id = s.id"
-            f" WHERE l.released_at IS NULL AND {self.live} AND l.issue_id = i.id LIMIT 1)"
-            " AND i.status = %s AND NOT (TRIM(i.title) = %s)"
-            " AND NOT (TRIM(i.description) = %s)"
-        )
-        params = [self.workspace_id, "todo", "", ""]
-        (count,) = self.run(
-            f"SELECT COUNT(*) AS __count FROM coordination_issue i WHERE {where}", params
-        ).fetchone()
-        if not count:
-            return "200"
-        page = self.run(
-            f"SELECT {ISSUE}, CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END AS rank,"
-            f" {PROJECT}, {WORKTREE}, {AGENT}"
-            " FROM coordination_issue i"
-            " INNER JOIN coordination_project p ON i.project_id = p.id"
-            " LEFT OUTER JOIN coordination_worktree wt ON i.worktree_id = wt.id"
-            " LEFT OUTER JOIN coordination_agent a ON i.assignee_id = a.id"
-            f" WHERE {where}"
-            f" ORDER BY rank ASC, i.created_at ASC, i.id ASC LIMIT {PAGE_SIZE}",
-            params,
-        ).fetchall()
-        ids = [row[0] for row in page]
-        self.run(  # prefetch_related("leases"): the unreleased ones, with liveness
-            f"SELECT {LEASE}, {self.lease_live} AS is_live, {AGENT}"
-            " FROM issue_leases l LEFT OUTER JOIN agent_sessions s ON l.session_id = s.id"
-            " LEFT OUTER JOIN coordination_agent a ON l.agent_id = a.id"
-            f" WHERE l.released_at IS NULL AND l.issue_id IN ({sql.placeholders(ids)})",
-            ids,
-        ).fetchall()
+        queue = sql.Queue(workspace_id=self.workspace_id)
+        (count,) = self.send(sql.queue_count(self.dialect, queue)).fetchone()
+        if count:
+            self.send(sql.queue_page(self.dialect, queue, limit=PAGE_SIZE, offset=0)).fetchall()
         return "200"
 
 

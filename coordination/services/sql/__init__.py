@@ -81,6 +81,7 @@ from coordination.services.sql.leases import (
     unreleased_lease,
     workspace_issue,
 )
+from coordination.services.sql.queue import Queue, queue_count, queue_page, queue_window
 from coordination.services.sql.sessions import (
     active_key,
     claimer_session,
@@ -123,6 +124,7 @@ __all__ = [
     "WORKTREE",
     "WORKTREE_LOCK",
     "Overlap",
+    "Queue",
     "active_key",
     "assign_unassigned_issue",
     "claim_issue_status",
@@ -152,6 +154,9 @@ __all__ = [
     "path_locks",
     "open_log_door",
     "placeholders",
+    "queue_count",
+    "queue_page",
+    "queue_window",
     "lock_issue_project",
     "release_claims",
     "release_dead_claims",

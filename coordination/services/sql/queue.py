@@ -1,0 +1,124 @@
+"""The ready queue [get_ready_issues]: what to pick next, read off its partial index.
+
+Every agent asks it before it claims, so it is SQL (``coordination.services.rows``):
+as a queryset, building and loading a page of 100 issues with their leases cost five
+times the statements it sent (about 25 ms against 5 ms on PostgreSQL, profiled).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from coordination.services.sql.base import (
+    AGENT,
+    ISSUE,
+    LEASE,
+    PROJECT,
+    SESSION,
+    WORKTREE,
+    Dialect,
+    Statement,
+    columns,
+    placeholders,
+)
+
+# The definition of ready and the queue's rank exactly as the partial index
+# ``issue_ready_queue_idx`` is built on them (``READY`` and ``READY_RANK`` of
+# coordination.models.tracker): SQLite reads a query off a partial index only when
+# the query's WHERE repeats the index's terms and its ORDER BY the index's expressions,
+# literals included. READY: in ``todo``, with a title and a description that are not
+# blank. RANK: urgent (1) first, then 2, 3, 4, and none (0) last.
+READY = "i.status = 'todo' AND NOT (TRIM(i.title) = '') AND NOT (TRIM(i.description) = '')"
+RANK = "CASE WHEN i.priority = 0 THEN 5 ELSE i.priority END"
+ORDER = f"{RANK}, i.created_at, i.id"
+INDEX = "issue_ready_queue_idx"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Which queue: the workspace's, or one project's; the ready issues only or, with
+    ``closed`` (the closed statuses), every issue not in those, the ready ones first."""
+
+    workspace_id: int
+    project_id: int | None = None
+    closed: Sequence[str] | None = None
+
+
+def queue_filter(d: Dialect, queue: Queue) -> Statement:
+    """The issues of the queue: without a live lease (invariant 2: a dead holder's
+    issue is free again), of its project if it names one, ready or open."""
+    live_lease = (
+        f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
+        f" WHERE held.issue_id = i.id AND held.released_at IS NULL AND {d.live('hs')}"
+    )
+    where = f"i.workspace_id = %s AND NOT EXISTS ({live_lease})"
+    params: list[object] = [queue.workspace_id]
+    if queue.project_id is not None:
+        where += " AND i.project_id = %s"
+        params.append(queue.project_id)
+    if queue.closed is None:
+        where += f" AND {READY}"
+    else:
+        where += f" AND i.status NOT IN ({placeholders(queue.closed)})"
+        params += list(queue.closed)
+    return where, params
+
+
+def queue_issues(d: Dialect, queue: Queue) -> str:
+    """The FROM item: for the ready issues only, on SQLite, named by their partial
+    index. Without statistics (no ANALYZE) SQLite's planner may prefer the
+    workspace's index and test every issue of the workspace (10,000 of them: 8.5 ms a
+    count, against 2.4 ms off the partial index)."""
+    return f"{ISSUE} i" + (d.sqlite_only(f"INDEXED BY {INDEX}") if queue.closed is None else "")
+
+
+def queue_count(d: Dialect, queue: Queue) -> Statement:
+    """How many issues ``queue_page`` pages through (for the ready issues only, read
+    off the partial index: on PostgreSQL, an index-only scan)."""
+    where, params = queue_filter(d, queue)
+    return f"SELECT COUNT(*) FROM {queue_issues(d, queue)} WHERE {where}", params
+
+
+def queue_window(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statement:
+    """Every column of the page's issues, in the queue's order: for the ready issues
+    only, read off the partial index in that order up to the page's end."""
+    where, params = queue_filter(d, queue)
+    return (
+        f"SELECT {columns(ISSUE, 'i')} FROM {queue_issues(d, queue)} WHERE {where}"
+        f" ORDER BY {queue_order(queue)} LIMIT %s OFFSET %s",
+        [*params, limit, offset],
+    )
+
+
+def queue_order(queue: Queue) -> str:
+    return ORDER if queue.closed is None else f"CASE WHEN {READY} THEN 0 ELSE 1 END, {ORDER}"
+
+
+def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statement:
+    """A page of the queue in its order, each issue with every column of its project,
+    worktree and assignee (``NULL``s for none) and of its unreleased lease (one at
+    most, invariant 2: a dead holder's), whether the lease's holder is live (invariant
+    1) and the lease's agent: what the API shows of a queued issue, in one statement.
+
+    The page is chosen first, in a subquery, and joined after: planning the nine
+    tables' joins at once cost PostgreSQL 6 ms a page, the page and then its joins 2
+    (its 100 rows are sorted again: joins keep no order)."""
+    window, params = queue_window(d, queue, limit=limit, offset=offset)
+    shown = [
+        columns(ISSUE, "i"),
+        columns(PROJECT, "p"),
+        columns(WORKTREE, "wt"),
+        columns(AGENT, "a"),
+        columns(LEASE, "l"),
+        d.live("ls"),
+        columns(AGENT, "la"),
+    ]
+    return (
+        f"SELECT {', '.join(shown)} FROM ({window}) i JOIN {PROJECT} p ON p.id = i.project_id"
+        f" LEFT JOIN {WORKTREE} wt ON wt.id = i.worktree_id"
+        f" LEFT JOIN {AGENT} a ON a.id = i.assignee_id"
+        f" LEFT JOIN {LEASE} l ON l.issue_id = i.id AND l.released_at IS NULL"
+        f" LEFT JOIN {SESSION} ls ON ls.id = l.session_id"
+        f" LEFT JOIN {AGENT} la ON la.id = l.agent_id"
+        f" ORDER BY {queue_order(queue)}",
+        params,
+    )
