@@ -1,8 +1,9 @@
 """The ready queue [get_ready_issues]: what to pick next, read off its partial index.
 
 Every agent asks it before it claims, so it is SQL (``coordination.services.rows``):
-as a queryset, building and loading a page of 100 issues with their leases cost five
-times the statements it sent (about 25 ms against 5 ms on PostgreSQL, profiled).
+as querysets, its count and a page of 100 issues with their leases, loaded, took 42 ms
+on PostgreSQL over 10,000 issues, most of it building querysets and instances; as
+these statements, 18 ms (in-process, profiled).
 """
 
 from collections.abc import Sequence
