@@ -58,6 +58,39 @@ def sessions(workspace: Workspace) -> AgentSessionQuerySet:
     )
 
 
+def session_list(
+    workspace: Workspace,
+    *,
+    live: bool | None = None,
+    agent: str | None = None,
+    role: str | None = None,
+) -> Listing[AgentSession]:
+    """GET /sessions/ [list_active_agents]: ``sessions()`` filtered, newest first, as
+    SQL (``sql.session_page``): any agent of a fleet may ask who else is live. The
+    count and a page of the 1,000 live among 100,000 sessions, loaded: 14.7 ms as
+    querysets, 10.5 ms so on PostgreSQL; 15.3 and 6.6 ms on SQLite."""
+    d = dialect()
+    listed = sql.SessionList(workspace_id=workspace.pk, live=live, agent=agent, role=role)
+    return Listing(
+        counted=sql.session_count(d, listed),
+        page=lambda limit, offset: sql.session_page(d, listed, limit=limit, offset=offset),
+        load=shown_session,
+    )
+
+
+def shown_session(row: Sequence[Any]) -> AgentSession:
+    """A row of ``sql.shown_session_columns`` as the instances ``sessions()`` gives:
+    the session with ``is_live``, its agent and the agent's worktree."""
+    session, at = take(AgentSession, row, 0)
+    assert session is not None
+    session.is_live = bool(row[at])  # type: ignore[attr-defined]
+    agent, at = take(Agent, row, at + 1)
+    assert agent is not None
+    agent.worktree, _ = take(Worktree, row, at)
+    session.agent = agent
+    return session
+
+
 def live_sessions(workspace: Workspace) -> AgentSessionQuerySet:
     return sessions(workspace).live()
 

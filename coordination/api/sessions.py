@@ -1,5 +1,6 @@
 """Sessions [register_agent, heartbeat_agent, end_agent, list_active_agents]."""
 
+from django_filters.utils import translate_validation
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -32,6 +33,22 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
     selector = selectors.sessions
     serializer_class = SessionSerializer
     filterset_class = filtersets.SessionFilter
+
+    def list(self, request: Request) -> Response:
+        # SQL (selectors.session_list); the FilterSet still reads and checks the query,
+        # so a bad value is the 400 every other list gives.
+        query = filtersets.SessionFilter(request.query_params)
+        if not query.is_valid():
+            raise translate_validation(query.errors)
+        chosen = query.form.cleaned_data
+        rows = selectors.session_list(
+            self.workspace,
+            live=chosen.get("live"),
+            agent=chosen.get("agent") or None,
+            role=chosen.get("role") or None,
+        )
+        page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # paged as a queryset
+        return self.get_paginated_response(SessionSerializer(page, many=True).data)
 
     @extend_schema(
         summary="Register an agent session",

@@ -1,8 +1,5 @@
 """Sessions: register, heartbeat, end (docs/design.md invariant 1)."""
 
-from collections.abc import Sequence
-from typing import Any
-
 from coordination import selectors
 from coordination.errors import SessionEnded
 from coordination.liveness import DbNow
@@ -13,11 +10,10 @@ from coordination.models import (
     EventType,
     ReleaseReason,
     Workspace,
-    Worktree,
 )
 from coordination.services import access, events, file_claims, leases, sql, worktrees
 from coordination.services.projects import reference_in
-from coordination.services.rows import dialect, execute, fetchone, take
+from coordination.services.rows import dialect, execute, fetchone
 
 
 def register_session(
@@ -69,20 +65,7 @@ def heartbeat_session(
         if agent_id is not None and session.agent_id != agent_id:
             raise access.not_own_session(session_id)
         raise SessionEnded()
-    return shown_session(row)
-
-
-def shown_session(row: Sequence[Any]) -> AgentSession:
-    """A row of ``sql.shown_session_columns`` as the instances ``selectors.sessions``
-    gives: the session with ``is_live``, its agent and the agent's worktree."""
-    session, at = take(AgentSession, row, 0)
-    assert session is not None
-    session.is_live = bool(row[at])  # type: ignore[attr-defined]
-    agent, at = take(Agent, row, at + 1)
-    assert agent is not None
-    agent.worktree, _ = take(Worktree, row, at)
-    session.agent = agent
-    return session
+    return selectors.shown_session(row)
 
 
 def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:

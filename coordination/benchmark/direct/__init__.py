@@ -26,9 +26,8 @@ process, in autocommit between transactions as Django runs. Per operation:
   CONFLICT DO NOTHING RETURNING;
 - files release (``file_claims.release_files``): one UPDATE of the session's
   unreleased claims of the issue, locked in path order, RETURNING their paths;
-- live list: the paginator's count, the first page of 100 with the joins the
-  serializer needs;
-- ready list: the count and the first page of 100 (``sql.queue_count``,
+- live and ready lists: the paginator's count, then the first page of 100
+  (``sql.session_count`` and ``sql.session_page``, ``sql.queue_count`` and
   ``sql.queue_page``: each issue with its unreleased lease, in the page's rows).
 
 Left out, on purpose:
@@ -42,14 +41,13 @@ Left out, on purpose:
 - branches the bench never takes: reclaiming a dead holder, the WIP-cap denial
   record, retries after a lost race, ``force``, fences.
 
-The services' hand-written statements (the key lookup, the heartbeat, the lease's
-locks and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
-release, the ready queue) are not copied here: they are built by the same
-``coordination.services.sql`` builders the services call, which import nothing from
-Django, so this process never does. The statements the services leave to the ORM
-(lookups, the live list) are written out below as the ORM sends them. The command
-counts each request's statements on both sides and fails the run when they differ:
-this module has to follow the services.
+Every statement an operation sends (the key lookup, the heartbeat, the lease's locks
+and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
+release, the lists) is built by the same ``coordination.services.sql`` builders the
+services call, which import nothing from Django, so this process never does; only
+each client's own session, opened before the runs and ended after them, is written
+out here. The command counts each request's statements on both sides and fails the
+run when they differ: this module has to follow the services.
 """
 
 from coordination.benchmark.direct.connection import DirectTarget, Refused

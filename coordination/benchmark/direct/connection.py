@@ -53,9 +53,6 @@ class DirectConnection:
         self.workspace_id = plan.workspace_id
         self.translated: dict[str, str] = {}
         self.now = self.dialect.now()
-        live = self.live = self.dialect.live("s")
-        # Liveness as the ORM writes its annotations: CASE WHEN ... END.
-        self.session_live = f"CASE WHEN {live} THEN TRUE ELSE FALSE END"
 
     # --- plumbing ----------------------------------------------------------------------
 

@@ -13,11 +13,6 @@ PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
 CLOSED_STATUSES = ("done", "cancelled")
 
 
-# The ORM's statements select every column of each model.
-SESSION = sql.columns(sql.SESSION, "s")
-AGENT = sql.columns(sql.AGENT, "a")
-WORKTREE = sql.columns(sql.WORKTREE, "wt")
-
 # Where the services' statements put what the bench reads of their rows.
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
 STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
@@ -326,23 +321,13 @@ class DirectDriver(DirectConnection):
         return self.answer(self.live_sessions)
 
     def live_sessions(self) -> str:
-        """GET /sessions/?live=true: selectors.sessions filtered with the liveness
-        predicate (SessionFilter.filter_live, ORM), paginated: the count, then the
-        first page."""
+        """GET /sessions/?live=true: selectors.session_list, paginated: the count,
+        then the first page (sql.session_count, sql.session_page)."""
         self.active_key()
-        where = f"s.workspace_id = %s AND {self.live}"
-        (count,) = self.run(
-            f"SELECT COUNT(*) AS __count FROM agent_sessions s WHERE {where}",
-            [self.workspace_id],
-        ).fetchone()
+        live = sql.SessionList(workspace_id=self.workspace_id, live=True)
+        (count,) = self.send(sql.session_count(self.dialect, live)).fetchone()
         if count:
-            self.run(
-                f"SELECT {SESSION}, {self.session_live} AS is_live, {AGENT}, {WORKTREE}"
-                " FROM agent_sessions s INNER JOIN coordination_agent a ON s.agent_id = a.id"
-                " LEFT OUTER JOIN coordination_worktree wt ON a.worktree_id = wt.id"
-                f" WHERE {where} ORDER BY s.id DESC LIMIT {PAGE_SIZE}",
-                [self.workspace_id],
-            ).fetchall()
+            self.send(sql.session_page(self.dialect, live, limit=PAGE_SIZE, offset=0)).fetchall()
         return "200"
 
     def list_ready_issues(self) -> str:

@@ -83,12 +83,15 @@ from coordination.services.sql.leases import (
 )
 from coordination.services.sql.queue import Queue, queue_count, queue_page, queue_window
 from coordination.services.sql.sessions import (
+    SessionList,
     active_key,
     claimer_session,
     heartbeat,
     run_agent,
     session_agent,
+    session_count,
     session_is_live,
+    session_page,
     shown_session,
     shown_session_columns,
 )
@@ -165,6 +168,9 @@ __all__ = [
     "release_leases",
     "run_agent",
     "session_agent",
+    "session_count",
+    "session_page",
+    "SessionList",
     "session_is_live",
     "share_claim_issues",
     "share_claimed_issue",

@@ -75,7 +75,13 @@ def test_list_sessions_filters(api, make_session):
     assert ids("?live=false") == [stale.pk]
     assert ids("?agent=b") == [stale.pk]
     assert ids("?role=engineer") == [live.pk]
+    assert ids("?agent=b&live=true") == []
+    assert ids("?agent=&role=") == [stale.pk, live.pk]  # empty: no filter, newest first
     assert api.get(f"{V1}/sessions/{live.pk}/").json()["live"] is True
+    # A listed session is shown as the session itself is.
+    listed = api.get(f"{V1}/sessions/?live=false").json()["results"]
+    assert listed == [api.get(f"{V1}/sessions/{stale.pk}/").json()]
+    assert_error(api.get(f"{V1}/sessions/?live=maybe"), 400, "invalid")
 
 
 def test_list_is_paginated(api, make_session):
