@@ -115,14 +115,15 @@ class AgentSession(models.Model):
         return f"{self.agent.name} · session {self.pk}"
 
 
-# The ready queue (``selectors.ready_issues``), in the terms of its partial index
-# ``issue_ready_queue_idx``: the query filters with READY and sorts on READY_RANK, the
-# very expressions the index is built on, so that the database reads the queue off
-# the index in order instead of sorting every open issue. READY: in ``todo``, meeting
-# the definition of ready (a title and a description that are not blank). READY_RANK:
-# urgent (1) first, then 2, 3, 4, and none (0) last; written with literal numbers, not
-# parameters, because SQLite matches an ORDER BY to an index's expression only when
-# the two are the same text (a bound ``?`` is not the index's ``5``).
+# The ready queue's partial index ``issue_ready_queue_idx`` is built on READY and
+# READY_RANK; the queue's statements (``coordination.services.sql.queue``) repeat
+# them word for word, so that the database reads the queue off the index in order
+# instead of sorting every open issue (a test asserts the plan). READY: in ``todo``,
+# meeting the definition of ready (a title and a description that are not blank).
+# READY_RANK: urgent (1) first, then 2, 3, 4, and none (0) last; written with literal
+# numbers, not parameters, because SQLite matches an ORDER BY to an index's
+# expression only when the two are the same text (a bound ``?`` is not the index's
+# ``5``).
 READY = (
     Q(status="todo")
     & ~Q(Exact(Trim("title"), Value("")))
