@@ -9,7 +9,6 @@ exit.
 
 import os
 import random
-import re
 import signal
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ import pytest
 
 from coordination.benchmark.server import Server
 from coordination.models import ClaimConflict, FileClaim, Issue
+from coordination.services.locking import ADVISORY_LOCK_KEYS, path_lock_key
 from tests.faults.client import Load, Outcome, call, wait_until
 from tests.faults.database import (
     admin_connection,
@@ -47,6 +47,12 @@ class Kill:
     pid: int
     state: str  # the backend's state when the worker was frozen ("plain": not frozen)
     query: str  # the last statement it ran
+    path_locks: frozenset[int] = frozenset()  # the path locks its transaction held
+
+
+def path_lock_objid(workspace_id: int, path: str) -> int:
+    """A path's advisory lock as ``pg_locks.objid`` shows it: its key as an unsigned oid."""
+    return path_lock_key(workspace_id, path) & 0xFFFFFFFF
 
 
 def freeze_and_kill(
@@ -81,14 +87,19 @@ def freeze_and_kill(
         try:
             time.sleep(0.003)  # let a statement already sent finish
             row = admin.execute(
-                "SELECT state, query FROM pg_stat_activity "
+                "SELECT state, query, pid FROM pg_stat_activity "
                 "WHERE datname = %s AND client_port = ANY(%s)",
                 [db_settings()["NAME"], sorted(ports)],
             ).fetchone()
             if row is not None and wanted(row[0] or "", row[1] or ""):
+                locks = admin.execute(
+                    "SELECT objid::bigint FROM pg_locks WHERE pid = %s AND granted"
+                    " AND locktype = 'advisory' AND classid = %s",
+                    [row[2], ADVISORY_LOCK_KEYS["file_claim_path"]],
+                ).fetchall()
                 os.kill(pid, signal.SIGKILL)
                 killed = True
-                return Kill(pid=pid, state=row[0], query=row[1])
+                return Kill(pid, row[0], row[1], frozenset(objid for (objid,) in locks))
         finally:
             if not killed:
                 with suppress(ProcessLookupError):
@@ -133,6 +144,10 @@ def test_a_worker_killed_mid_claim_leaves_every_request_all_or_nothing(
         rng.sample([f"b{n // BATCH:04d}/src/m{k:02d}.py" for k in range(POOL_SIZE)], SET_SIZE)
         for n in range(MAX_CLAIMS)
     ]
+    # No two requests want the same paths, so the paths a transaction has locked name
+    # its request (the statements in pg_stat_activity do not: their values are bound
+    # apart from the text).
+    assert len({frozenset(paths) for paths in wanted}) == MAX_CLAIMS
 
     def claim(n: int) -> Outcome:
         body = {"issue": issues[n].pk, "paths": wanted[n], "session": sessions[n % BATCH].pk}
@@ -211,12 +226,14 @@ def test_a_worker_killed_mid_claim_leaves_every_request_all_or_nothing(
     first = kills[0]
     if INSERT_CLAIMS in first.query:
         # Killed after its INSERT and before COMMIT: the claims it inserted are gone.
-        match = re.search(r"VALUES\s*\(\s*\d+\s*,\s*(\d+)", first.query)
-        assert match, first.query
-        killed_issue = int(match.group(1))
-        killed = [n for n in outcomes if issues[n].pk == killed_issue]
-        assert killed and outcomes[killed[0]].error is not None
-        assert not FileClaim.objects.filter(issue_id=killed_issue).exists()
+        killed = [
+            n
+            for n in outcomes
+            if {path_lock_objid(workspace.pk, path) for path in wanted[n]} <= first.path_locks
+        ]
+        assert len(killed) == 1, (first.path_locks, killed)
+        assert outcomes[killed[0]].error is not None
+        assert not FileClaim.objects.filter(issue_id=issues[killed[0]].pk).exists()
     print(
         f"\nworker kills: {[(k.state, k.query.strip()[:40]) for k in kills]}; requests "
         f"{len(outcomes)}: 201={len(accepted)} 409={len(refused)} dropped={len(died)} "
