@@ -169,19 +169,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, plus the prepared cursor that the services' SQL runs on.
+    DATABASES["default"]["ENGINE"] = "projektor.postgresql"
     # No JIT: it compiles any statement estimated to cost more than ``jit_above_cost``,
     # and over a long history a board or heatmap page's estimate passes that while its
     # run takes milliseconds (one board: 0.56 s compiling, 0.25 s running).
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["options"] = f"-c jit=off {options.get('options', '')}".strip()
-    # Prepared statements: parameters are sent apart from the SQL (server-side binding)
-    # and a statement run a fifth time on a connection is prepared, so the server
-    # parses and plans the hot paths' statements once per connection, not on every
-    # call, and the app no longer quotes parameters into the text. Off for a pooler
-    # that cannot keep a session's prepared statements (PgBouncer before 1.21 in
-    # transaction mode): Django's default, client-side binding, nothing prepared.
+    # Prepared statements: a statement of the services' SQL run a fifth time on a
+    # connection is prepared, so the server parses and plans the hot paths' statements
+    # once per connection, not on every call (projektor/postgresql/base.py). Off for a
+    # pooler that cannot keep a session's prepared statements (PgBouncer before 1.21
+    # in transaction mode): their values are still bound apart, nothing is prepared.
     if env_bool("PROJEKTOR_PG_PREPARED_STATEMENTS", True):
-        options["server_side_binding"] = True
         options["prepare_threshold"] = PREPARE_THRESHOLD
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

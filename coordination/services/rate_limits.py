@@ -14,7 +14,7 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.core.cache.backends.redis import RedisCache
 from django.db import connections, router
 
-from coordination.services import sql
+from coordination.services import rows, sql
 from projektor.counters import SQLiteCounterCache
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def _hit_database(cache: BaseDatabaseCache, key: str, ttl: int) -> int:
         datetime.fromtimestamp(int(now) + ttl, tz=UTC)
     )
     # The one statement the counter's atomicity rests on (see the module docstring).
-    with connection.cursor() as cursor:
+    with rows.cursor(db) as cursor:
         cursor.execute(*sql.count_hit(quoted_table=table, key=cache.make_key(key), expires=expires))
         count = int(cursor.fetchone()[0])
         if count == 1:  # a new window: forget the ended ones

@@ -9,15 +9,16 @@ still come back as fully loaded model instances, so serializers and callers see 
 difference and no later attribute read queries.
 """
 
-__all__ = ["Listing", "dialect", "execute", "fetchall", "fetchone", "instance", "take"]
+__all__ = ["Listing", "cursor", "dialect", "execute", "fetchall", "fetchone", "instance", "take"]
 
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 from coordination.liveness import dialect
 from coordination.services.sql import COLUMNS, Statement
@@ -25,27 +26,36 @@ from coordination.services.sql import COLUMNS, Statement
 M = TypeVar("M", bound=models.Model)
 
 
+def cursor(using: str = DEFAULT_DB_ALIAS) -> CursorWrapper:
+    """The cursor the statements run on: on PostgreSQL one whose statements the server
+    binds and, once a connection has run them often enough, prepares
+    (``projektor.postgresql``); elsewhere Django's own."""
+    db = connections[using]
+    prepared_cursor: Callable[[], CursorWrapper] | None = getattr(db, "prepared_cursor", None)
+    return prepared_cursor() if prepared_cursor is not None else db.cursor()
+
+
 def execute(statement: Statement) -> int:
     """Run ``statement``; return how many rows it changed."""
     sql, params = statement
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
+    with cursor() as running:
+        running.execute(sql, params)
+        return int(running.rowcount)
 
 
 def fetchone(statement: Statement) -> tuple[Any, ...] | None:
     sql, params = statement
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row: tuple[Any, ...] | None = cursor.fetchone()
+    with cursor() as running:
+        running.execute(sql, params)
+        row: tuple[Any, ...] | None = running.fetchone()
         return row
 
 
 def fetchall(statement: Statement) -> list[tuple[Any, ...]]:
     sql, params = statement
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
+    with cursor() as running:
+        running.execute(sql, params)
+        return list(running.fetchall())
 
 
 # A field's converters, with the column they are called with; () for none.

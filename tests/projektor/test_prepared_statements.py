@@ -1,18 +1,21 @@
-"""PostgreSQL connections prepare their statements (settings: server-side binding and
-``prepare_threshold``): a statement sent that many times on a connection is parsed
-and planned once, then run by name. ``PROJEKTOR_PG_PREPARED_STATEMENTS=false`` keeps
-Django's default, for a pooler that cannot hold a session's prepared statements."""
+"""On PostgreSQL the services' statements are prepared (``projektor.postgresql``, the
+settings' ``prepare_threshold``): a statement sent that many times on a connection is
+parsed and planned once, then run by name. ``PROJEKTOR_PG_PREPARED_STATEMENTS=false``
+prepares nothing, for a pooler that cannot hold a session's prepared statements: the
+services' statements then run on Django's cursors, as the ORM's always do."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
 
 from coordination.models import AgentSession
+from coordination.services import rows
 from tests.api_helpers import post
 
 ROOT = Path(settings.BASE_DIR)
@@ -69,7 +72,20 @@ def database_options(**env: str) -> str:
 
 def test_prepared_statements_are_on_by_default_and_can_be_turned_off():
     on = database_options()
-    assert "'server_side_binding': True" in on and "'prepare_threshold': 5" in on
+    assert "'prepare_threshold': 5" in on and "server_side_binding" not in on
     off = database_options(PROJEKTOR_PG_PREPARED_STATEMENTS="false")
-    assert "server_side_binding" not in off and "prepare_threshold" not in off
+    assert "prepare_threshold" not in off and "server_side_binding" not in off
     assert "jit=off" in off  # the rest of the connection's settings are unchanged
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_only_the_services_statements_are_bound_on_the_server():
+    """The ORM's cursors quote values into the text (Django's default, which its
+    statements are written for); the services' cursor sends them apart."""
+    with connection.cursor() as orm, rows.cursor() as services:
+        assert isinstance(orm.cursor, psycopg.ClientCursor)
+        assert not isinstance(services.cursor, psycopg.ClientCursor)
+        orm.execute("SELECT %s::int + 1", [41])
+        services.execute("SELECT %s::int + 1", [41])
+        assert orm.fetchone() == services.fetchone() == (42,)

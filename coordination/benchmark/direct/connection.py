@@ -24,8 +24,10 @@ class DirectTarget:
     # locking.path_lock_key(workspace, node) for every node a claim of the paths an
     # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)
-    client_side_binding: bool = True  # Django's default cursor (ClientCursor)
-    prepare_threshold: int | None = None  # Django's default: no prepared statements
+    # As the services' statements run (coordination.services.rows.cursor): on
+    # PostgreSQL bound by the server, and prepared after this many runs (None: never).
+    client_side_binding: bool = True
+    prepare_threshold: int | None = None
 
 
 class Refused(Exception):

@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend, with cursors whose statements are prepared (``base``)."""

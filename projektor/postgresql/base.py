@@ -1,0 +1,62 @@
+"""Django's PostgreSQL backend, plus cursors whose statements the server binds and
+prepares (``settings.DATABASES`` names this backend on PostgreSQL).
+
+Django's cursors bind on the client: psycopg quotes every value into the statement's
+text, so no two calls send the same text and nothing can be prepared. The services'
+SQL (``coordination.services.rows``: every statement an agent's call makes) runs on
+``prepared_cursor()`` instead: its values travel apart from the text, and once a
+connection has run a statement ``prepare_threshold`` times (the settings' OPTIONS;
+without one it is Django's cursor after all) psycopg prepares it, so the server
+parses and plans it once per connection instead of on every call. The ORM keeps
+Django's own cursors: its statements are not all written to be bound on the server
+(Django's #34255), and bound there they would be held to the protocol's 65,535
+parameters a statement, which Django's batching does not keep to on PostgreSQL.
+"""
+
+from typing import Any
+
+from django.db.backends.postgresql import base, operations
+from django.db.backends.utils import CursorWrapper
+from psycopg import errors
+
+
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor: Any, sql: str, params: Any) -> str:
+        """A prepared cursor's statement with its values in place, as Django shows the
+        others (``connection.queries``, the tests' captured statements)."""
+        if isinstance(cursor, base.ServerBindingCursor):
+            try:
+                return str(self.compose_sql(sql, params))
+            except errors.DataError:
+                return sql  # a value that cannot be shown as SQL: the statement as sent
+        return super().last_executed_query(cursor, sql, params)
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
+    def prepared_cursor(self) -> CursorWrapper:
+        """Like ``cursor()`` (the health check, the connection, Django's wrappers and
+        error translation), but binding on the server, so that its statements are
+        prepared. With no ``prepare_threshold`` it is ``cursor()``: bound on the server
+        and never prepared, a heartbeat was slower than with Django's binding."""
+        if self.settings_dict["OPTIONS"].get("prepare_threshold") is None:
+            return self.cursor()
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            cursor: CursorWrapper = self._prepare_cursor(  # type: ignore[attr-defined]
+                self.create_server_binding_cursor()
+            )
+            return cursor
+
+    def create_server_binding_cursor(self) -> Any:
+        """Django's ``create_cursor`` (its time zone for timestamps included) with the
+        server-binding cursor class in place of its client-binding one."""
+        connection = self.connection
+        client_binding = connection.cursor_factory
+        connection.cursor_factory = base.ServerBindingCursor
+        try:
+            return self.create_cursor()
+        finally:
+            connection.cursor_factory = client_binding
