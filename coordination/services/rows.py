@@ -6,7 +6,8 @@ files, take a lease) are SQL: building and compiling a queryset cost three to fo
 times the database round trip it sends (about 0.6 ms against 0.2 ms per statement on
 PostgreSQL, measured in-process), and a fleet pays that on every request. The rows
 still come back as fully loaded model instances, so serializers and callers see no
-difference and no later attribute read queries.
+difference and no later attribute read queries. On PostgreSQL they run on a cursor
+that prepares them (``cursor``): the server parses and plans each once per connection.
 """
 
 __all__ = ["Listing", "cursor", "dialect", "execute", "fetchall", "fetchone", "instance", "take"]
