@@ -176,11 +176,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # run takes milliseconds (one board: 0.56 s compiling, 0.25 s running).
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["options"] = f"-c jit=off {options.get('options', '')}".strip()
-    # Prepared statements: a statement of the services' SQL run a fifth time on a
-    # connection is prepared, so the server parses and plans the hot paths' statements
-    # once per connection, not on every call (projektor/postgresql/base.py). Off for a
-    # pooler that cannot keep a session's prepared statements (PgBouncer before 1.21
-    # in transaction mode): their values are still bound apart, nothing is prepared.
+    # Prepared statements: once a connection has run a statement of the services' SQL
+    # five times it prepares it, so the server parses and plans the hot paths'
+    # statements once per connection, not on every call (projektor/postgresql/base.py).
+    # Off for a pooler that cannot keep a session's prepared statements (PgBouncer
+    # before 1.21 in transaction mode): the services' SQL then runs on Django's cursors.
     if env_bool("PROJEKTOR_PG_PREPARED_STATEMENTS", True):
         options["prepare_threshold"] = PREPARE_THRESHOLD
 

@@ -25,7 +25,8 @@ class DirectTarget:
     # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)
     # As the services' statements run (coordination.services.rows.cursor): on
-    # PostgreSQL bound by the server, and prepared after this many runs (None: never).
+    # PostgreSQL bound by the server and prepared after this many runs; with None,
+    # bound by the client and never prepared, as on Django's cursors.
     client_side_binding: bool = True
     prepare_threshold: int | None = None
 
