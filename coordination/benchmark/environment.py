@@ -26,7 +26,6 @@ def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectT
         event_namespace=locking.ADVISORY_LOCK_KEYS["event_log"],
         # Every node a claim of those paths locks: the paths and the directories above.
         lock_keys={node: locking.path_lock_key(bench.pk, node) for node in lock_nodes(paths)},
-        client_side_binding=options.get("prepare_threshold") is None,
         prepare_threshold=options.get("prepare_threshold"),
     )
 

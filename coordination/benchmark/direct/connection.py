@@ -27,7 +27,6 @@ class DirectTarget:
     # As the services' statements run (coordination.services.rows.cursor): on
     # PostgreSQL bound by the server and prepared after this many runs; with None,
     # bound by the client and never prepared, as on Django's cursors.
-    client_side_binding: bool = True
     prepare_threshold: int | None = None
 
 
@@ -113,13 +112,12 @@ class DirectConnection:
         if self.postgres:
             import psycopg
 
+            prepared = self.target.prepare_threshold is not None
             self.connection = psycopg.connect(
                 **self.target.connect,
                 autocommit=True,
                 prepare_threshold=self.target.prepare_threshold,
-                cursor_factory=(
-                    psycopg.ClientCursor if self.target.client_side_binding else psycopg.Cursor
-                ),
+                cursor_factory=psycopg.Cursor if prepared else psycopg.ClientCursor,
             )
         else:
             self.connection = sqlite3.connect(**self.target.connect, isolation_level=None)
