@@ -4,6 +4,7 @@ DATABASE_URL selects the database (SQLite file by default); SECRET_KEY, DEBUG,
 ALLOWED_HOSTS and PROJEKTOR_SESSION_TTL_SECONDS are read the same way.
 """
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -113,7 +114,12 @@ INSTALLED_APPS = [
     "coordination",
     "heatmap",
     "projektor.operations",
+    "demo",
 ]
+# The benches (manage.py bench, bench_claims, ...) are a development package: present
+# in a checkout, not in the wheel, so the product runs without them.
+if importlib.util.find_spec("benchmarks") is not None:
+    INSTALLED_APPS.append("benchmarks")
 
 MIDDLEWARE = [
     # Outermost: the request id, one log line and the request metrics for every answer.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from coordination.benchmark import server as harness
+from benchmarks import server as harness
 from coordination.models import ApiKey
 from tests.faults.database import url_of_the_test_database
 

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from coordination.benchmark.server import Server
+from benchmarks.server import Server
 from coordination.models import ClaimConflict, FileClaim, Issue
 from coordination.services.locking import ADVISORY_LOCK_KEYS, path_lock_key
 from tests.faults.client import Load, Outcome, call, wait_until

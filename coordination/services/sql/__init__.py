@@ -4,7 +4,7 @@ The statements every agent request makes are SQL rather than querysets: building
 compiling a queryset costs three to four times the round trip it sends, and a fleet
 pays that on every request (``coordination.services.rows``). They live here, and only
 here, so that the services and the bench's direct ceiling
-(``coordination.benchmark.direct``) send the same statements by construction.
+(``benchmarks.direct``) send the same statements by construction.
 
 This package imports nothing from Django: the direct ceiling runs without it. What it
 needs of the connection (the backend, the session TTL) comes in as a ``Dialect``.

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from coordination.benchmark import server as harness
+from benchmarks import server as harness
 from coordination.models import ApiKey, Event, Workspace
 from coordination.services import messages
 from tests.api_helpers import V1

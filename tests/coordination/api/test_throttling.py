@@ -22,8 +22,8 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.db import connection
 from rest_framework.test import APIClient
 
+from benchmarks import server as harness
 from coordination.api import throttling
-from coordination.benchmark import server as harness
 from coordination.models import ApiKey
 from tests.api_helpers import V1, assert_error
 from tests.conftest import make_client

@@ -19,8 +19,8 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
+from benchmarks.server import app_environment
 from coordination import feed
-from coordination.benchmark.server import app_environment
 from coordination.models import Event, EventType, Webhook, WebhookDelivery, Workspace
 from coordination.services import events, webhooks
 from coordination.webhook_worker import Worker, run_in_thread

@@ -40,7 +40,7 @@ def test_column_lists_are_every_concrete_column_in_model_order():
 
 def test_the_builders_and_the_direct_ceiling_import_no_django():
     code = (
-        "import sys, coordination.benchmark.direct, coordination.services.sql; "
+        "import sys, benchmarks.direct, coordination.services.sql; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
     )
     result = subprocess.run(

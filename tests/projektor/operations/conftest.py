@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from coordination.benchmark import server as harness
+from benchmarks import server as harness
 from tests.faults.database import url_of_the_test_database
 
 WORKERS = 3

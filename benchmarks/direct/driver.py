@@ -1,0 +1,349 @@
+"""The bench operations as the SQL the API runs for them (``benchmarks.direct``)."""
+
+from typing import Any
+
+from benchmarks.direct.connection import DirectConnection, DirectTarget, Refused
+from benchmarks.workload import AgentPlan, run_agent
+from coordination.paths import lock_nodes, meeting_point, overlapping_pairs
+from coordination.services import sql
+
+MAX_CONFLICTS_SHOWN = 100  # file_claims.claim.MAX_CONFLICTS_SHOWN (Django's side)
+
+PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
+CLOSED_STATUSES = ("done", "cancelled")
+
+
+# Where the services' statements put what the bench reads of their rows.
+WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
+STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
+ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
+SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
+FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
+RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project
+
+
+class DirectDriver(DirectConnection):
+    """The bench operations as SQL on one connection of this process."""
+
+    def active_key(self) -> None:
+        """keys.active_key: every request starts with it."""
+        row = self.send(sql.active_key(self.dialect, self.target.key_hash)).fetchone()
+        if row is None:
+            raise Refused("401")
+
+    # --- heartbeat ---------------------------------------------------------------------
+
+    def heartbeat(self) -> str:
+        return self.answer(self.heartbeat_session)
+
+    def heartbeat_session(self) -> str:
+        """agents.heartbeat_session: on PostgreSQL one UPDATE that returns the session
+        as the API shows it; on SQLite the UPDATE, then that read."""
+        self.active_key()
+        beat = sql.heartbeat(
+            self.dialect, workspace_id=self.workspace_id, session_id=self.session_id
+        )
+        if self.postgres:
+            row = self.send(beat).fetchone()
+        else:
+            row = None
+            if self.send(beat).rowcount:
+                row = self.send(
+                    sql.shown_session(self.dialect, session_id=self.session_id)
+                ).fetchone()
+        if row is None:
+            raise Refused("409 session_ended")
+        return "200"
+
+    # --- leases --------------------------------------------------------------------------
+
+    def claim_issue(self) -> str:
+        return self.answer(self.claim_lease)
+
+    def claim_lease(self) -> str:
+        """leases.claim_issue: everything in its transaction."""
+        self.active_key()
+        with self.transaction():
+            self.admit_lease()
+        return "201"
+
+    def admit_lease(self) -> None:
+        """The transaction of leases.claim_issue, as it goes when the insert admits."""
+        issue_id = self.plan.issue_id
+        project = self.send(  # locking.lock_project
+            sql.lock_issue_project(self.dialect, workspace_id=self.workspace_id, issue_id=issue_id)
+        ).fetchone()
+        if project is None:
+            raise Refused("404")
+        project_id, limit = int(project[0]), int(project[WIP_LIMIT_AT])
+        claimer = self.send(  # leases.share_claimed_issue
+            sql.share_claimed_issue(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
+            )
+        ).fetchone()
+        if claimer[SESSION_AT] is None:
+            raise Refused("400")
+        if claimer[STATUS_AT] in CLOSED_STATUSES:
+            raise Refused("409 invalid_transition")
+        lease = self.send(  # leases.insert_lease_within_cap
+            sql.insert_lease_within_cap(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
+                agent_id=self.plan.agent_id,
+                project_id=project_id,
+                limit=limit,
+            )
+        ).fetchone()
+        if lease is None:
+            raise Refused("409 lease_held")  # the bench's agents never share an issue
+        if claimer[ASSIGNEE_AT] is None:  # leases.assign_if_unassigned
+            self.send(
+                sql.assign_unassigned_issue(
+                    self.dialect, issue_id=issue_id, agent_id=self.plan.agent_id
+                )
+            )
+        self.write_event(
+            "lease.granted",
+            project_id=project_id,
+            data={"lease": lease[0], "fence": lease[FENCE_AT]},
+        )
+
+    def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
+        """events.write: the transaction's events, its last statements (the writer lock
+        on PostgreSQL, then the rows); the NOTIFY follows the commit (``transaction``)."""
+        if self.postgres:
+            self.send(
+                sql.writer_lock(
+                    namespace=self.target.event_namespace, workspace_id=self.workspace_id
+                )
+            )
+            self.notify_after_commit = True
+        self.send(
+            sql.insert_events(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                rows=[
+                    sql.EventRow(
+                        type=type,
+                        project_id=project_id,
+                        issue_id=self.plan.issue_id,
+                        session_id=self.session_id,
+                        agent_id=self.plan.agent_id,
+                        data=data,
+                    )
+                ],
+            )
+        )
+
+    def release_issue(self) -> str:
+        return self.answer(self.release_lease)
+
+    def release_lease(self) -> str:
+        """leases.release_issue, without a fence: one compare-and-set and its event."""
+        self.active_key()
+        with self.transaction():
+            released = self.send(  # leases.release_leases
+                sql.release_leases(
+                    self.dialect,
+                    reason="released",
+                    workspace_id=self.workspace_id,
+                    issue_id=self.plan.issue_id,
+                    session_id=self.session_id,
+                )
+            ).fetchall()
+            if not released:
+                raise Refused("409 lease_not_held")
+            row = released[0]
+            lease_id, fence, project_id = row[0], row[FENCE_AT], row[RELEASED_PROJECT_AT]
+            self.write_event(
+                "lease.released",
+                project_id=project_id,
+                data={"lease": lease_id, "fence": fence, "reason": "released"},
+            )
+        return "200"
+
+    # --- file claims ---------------------------------------------------------------------
+
+    def claim_files(self, paths: list[str]) -> str:
+        return self.answer(lambda: self.claim_paths(paths))
+
+    def claim_paths(self, paths: list[str]) -> str:
+        """file_claims.claim_files: the issue lookup, then one attempt."""
+        self.active_key()
+        row = self.send(  # file_claims.existing_issue
+            sql.workspace_issue(workspace_id=self.workspace_id, issue_id=self.plan.issue_id)
+        ).fetchone()
+        if row is None:
+            raise Refused("404")
+        self.project_id = int(row[2])  # sql.COLUMNS[ISSUE]: id, workspace_id, project_id
+        with self.transaction():
+            return self.attempt_claim(paths)
+
+    def attempt_claim(self, paths: list[str]) -> str:
+        """The transaction of file_claims._attempt (no force, no fence)."""
+        issue_id = self.plan.issue_id
+        row = self.send(  # file_claims.claimer_session: the session, if it is live
+            sql.claimer_session(
+                self.dialect, workspace_id=self.workspace_id, session_id=self.session_id
+            )
+        ).fetchone()
+        if row is None:
+            raise Refused("400")
+        if not row[-1]:
+            raise Refused("409 session_not_live")
+        status = self.lock_paths_and_issues(paths, sql.overlap_of(paths))
+        if status in CLOSED_STATUSES:
+            raise Refused("409 invalid_transition")
+        overlap = sql.overlap_of(paths)
+        holders = self.send(  # file_claims.overlapping_claims(lock=True)
+            sql.overlapping_holders(self.dialect, workspace_id=self.workspace_id, overlap=overlap)
+        ).fetchall()
+        # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.
+        holding = [row for row in holders if row[3] is None or row[-1]]
+        contested = [row for row in holding if row[2] != issue_id]
+        kept = {row[5] for row in holding if row[2] == issue_id and row[5] in paths}
+        if contested:
+            by_path = {row[5]: row for row in contested}
+            pairs = [(path, by_path[held]) for path, held in overlapping_pairs(paths, by_path)]
+            self.log_conflicts(pairs)
+            conflicts = [
+                {"path": path, "held_path": row[5], "issue": row[2], "session": row[3]}
+                for path, row in pairs
+            ]
+            self.write_event(  # file_claims.announce_refusal
+                "claims.refused",
+                project_id=self.project_id,
+                data={
+                    "paths": paths,
+                    "conflicts": conflicts[:MAX_CONFLICTS_SHOWN],
+                    "conflicts_total": len(conflicts),
+                },
+            )
+            return "conflict"  # committed: the conflict log stays, nothing else changed
+        fresh = [path for path in paths if path not in kept]
+        inserted = self.send(  # file_claims.insert_claims
+            sql.insert_claims(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
+                agent_id=self.plan.agent_id,
+                paths=fresh,
+            )
+        ).fetchall()
+        if len(inserted) != len(fresh):
+            raise Refused("409 raced")  # the API would retry; the bench never gets here
+        if inserted:
+            self.write_event(
+                "claims.granted",
+                project_id=self.project_id,
+                data={"paths": sorted(row[5] for row in inserted)},
+            )
+        return "201"
+
+    def lock_paths_and_issues(self, paths: list[str], overlap: sql.Overlap) -> str:
+        """locking.lock_paths_and_issues: (PostgreSQL) the advisory locks in key order,
+        exclusive per path and shared per directory above one, then the claiming and
+        holding issues ``FOR SHARE``; the claiming issue's status, read under that
+        lock."""
+        issue_id = self.plan.issue_id
+        if not self.postgres:
+            rows = self.send(sql.claim_issue_status(issue_id=issue_id)).fetchall()
+            return str(dict(rows)[issue_id])
+        keys, exclusive = sql.ordered_locks(
+            (self.target.lock_keys[node], mode) for node, mode in lock_nodes(paths).items()
+        )
+        self.send(
+            sql.path_locks(namespace=self.target.advisory_namespace, keys=keys, exclusive=exclusive)
+        ).fetchall()
+        rows = self.send(
+            sql.share_claim_issues(
+                self.dialect, workspace_id=self.workspace_id, issue_id=issue_id, overlap=overlap
+            )
+        ).fetchall()
+        return str(dict(rows)[issue_id])
+
+    def log_conflicts(self, pairs: list[tuple[str, Any]]) -> None:
+        """file_claims.log_conflicts: one append-only row per (requested path,
+        overlapping holder), at the deeper path, in one INSERT."""
+        rows = [
+            sql.ConflictRow(
+                path=meeting_point(path, row[5]),
+                rejected_issue_id=self.plan.issue_id,
+                rejected_session_id=self.session_id,
+                rejected_agent_id=self.plan.agent_id,
+                holding_issue_id=row[2],
+                holding_session_id=row[3],
+                holding_agent_id=row[4],
+            )
+            for path, row in pairs
+        ]
+        self.send(
+            sql.insert_conflicts(
+                self.dialect, workspace_id=self.workspace_id, rows=rows, forced=False
+            )
+        )
+
+    def release_files(self) -> str:
+        return self.answer(self.release_paths)
+
+    def release_paths(self) -> str:
+        """file_claims.release_files with a session and no paths: the release and its
+        event."""
+        self.active_key()
+        with self.transaction():
+            released = self.send(
+                sql.release_claims(
+                    self.dialect,
+                    reason="released",
+                    workspace_id=self.workspace_id,
+                    issue_id=self.plan.issue_id,
+                    session_id=self.session_id,
+                )
+            ).fetchall()
+            if not released:
+                raise Refused("409 nothing_released")  # the bench releases what it claimed
+            self.write_event(
+                "claims.released",
+                project_id=released[0][4],
+                data={"paths": sorted(row[0] for row in released), "reason": "released"},
+            )
+        return "200"
+
+    # --- lists ---------------------------------------------------------------------------
+
+    def list_live_sessions(self) -> str:
+        return self.answer(self.live_sessions)
+
+    def live_sessions(self) -> str:
+        """GET /sessions/?live=true: selectors.session_list, paginated: the count,
+        then the first page (sql.session_count, sql.session_page)."""
+        self.active_key()
+        live = sql.SessionList(workspace_id=self.workspace_id, live=True)
+        (count,) = self.send(sql.session_count(self.dialect, live)).fetchone()
+        if count:
+            self.send(sql.session_page(self.dialect, live, limit=PAGE_SIZE, offset=0)).fetchall()
+        return "200"
+
+    def list_ready_issues(self) -> str:
+        return self.answer(self.ready_issues)
+
+    def ready_issues(self) -> str:
+        """GET /issues/ready/: selectors.ready_issues, paginated: the count, then the
+        first page (sql.queue_count, sql.queue_page), read off issue_ready_queue_idx."""
+        self.active_key()
+        queue = sql.Queue(workspace_id=self.workspace_id)
+        (count,) = self.send(sql.queue_count(self.dialect, queue)).fetchone()
+        if count:
+            self.send(sql.queue_page(self.dialect, queue, limit=PAGE_SIZE, offset=0)).fetchall()
+        return "200"
+
+
+def main(plan: AgentPlan, target: DirectTarget, barrier: Any, results: Any) -> None:
+    """Entry point of a spawned direct client process."""
+    run_agent(DirectDriver(plan, target), plan, barrier, results)

@@ -1,0 +1,96 @@
+"""What the bench runs against: the database's connection for the direct clients, its
+settings, the checks that the statements still match the models, the commit."""
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from benchmarks import direct, load
+from coordination.liveness import dialect
+from coordination.paths import lock_nodes
+from coordination.services import locking, sql
+
+
+def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectTarget:
+    """Where the direct clients connect, and what they need of Django, built here so
+    that their processes never import it."""
+    options = dict(connection.settings_dict.get("OPTIONS") or {})
+    return direct.DirectTarget(
+        dialect=dialect(),
+        connect=direct_connect_arguments(connection.settings_dict),
+        key_hash=bench.key_hash,
+        advisory_namespace=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
+        event_namespace=locking.ADVISORY_LOCK_KEYS["event_log"],
+        # Every node a claim of those paths locks: the paths and the directories above.
+        lock_keys={node: locking.path_lock_key(bench.pk, node) for node in lock_nodes(paths)},
+        prepare_threshold=options.get("prepare_threshold"),
+    )
+
+
+# Django's own connection settings, not libpq's.
+DJANGO_ONLY_OPTIONS = {
+    "server_side_binding",
+    "prepare_threshold",
+    "pool",
+    "isolation_level",
+    "assume_role",
+    "cursor_factory",
+    "context",
+    "transaction_mode",
+    "init_command",
+}
+
+
+def direct_connect_arguments(settings_dict: dict[str, Any]) -> dict[str, Any]:
+    """What the direct clients pass to psycopg.connect / sqlite3.connect."""
+    options = {
+        key: value
+        for key, value in (settings_dict.get("OPTIONS") or {}).items()
+        if key not in DJANGO_ONLY_OPTIONS
+    }
+    if connection.vendor == "postgresql":
+        names = {"dbname": "NAME", "user": "USER", "password": "PASSWORD", "host": "HOST"}
+        arguments = {key: settings_dict[name] for key, name in names.items() if settings_dict[name]}
+        if settings_dict.get("PORT"):
+            arguments["port"] = int(settings_dict["PORT"])
+        return {**options, **arguments}
+    return {"database": str(settings_dict["NAME"]), "timeout": options.get("timeout", 5)}
+
+
+def check_direct_columns() -> None:
+    """The statements select the columns Django selects: stop if they drifted."""
+    from django.apps import apps
+
+    for model in apps.get_app_config("coordination").get_models():
+        table = model._meta.db_table
+        if table in sql.COLUMNS:
+            columns = tuple(field.column for field in model._meta.concrete_fields)
+            if columns != sql.COLUMNS[table]:
+                raise RuntimeError(f"sql.COLUMNS[{table!r}] is out of date: {columns}")
+
+
+def postgres_setting(name: str) -> str | None:
+    """A PostgreSQL server setting (``SHOW``), or None on another database."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SHOW {name}")
+        return str(cursor.fetchone()[0])
+
+
+def git_commit() -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(settings.BASE_DIR),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None

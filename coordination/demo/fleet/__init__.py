@@ -1,8 +1,0 @@
-"""The live demo: a fleet of agents and a reviewer working the demo workspace over
-HTTP, so every page moves while you watch (``manage.py demo_fleet``; ``make run``
-starts it beside the server)."""
-
-from coordination.demo.fleet.client import Tally, wait_for_server
-from coordination.demo.fleet.fleet import Fleet, FleetConfig, Record
-
-__all__ = ["Fleet", "FleetConfig", "Record", "Tally", "wait_for_server"]
