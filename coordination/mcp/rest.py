@@ -97,7 +97,7 @@ def _environ(outer: HttpRequest, method: str, path: str, query: str, body: bytes
 
 def call(tool: ToolSpec, arguments: Mapping[str, Any], outer: HttpRequest) -> RestAnswer:
     """Make ``tool``'s REST call with ``arguments``, authenticated as ``outer`` was."""
-    arguments = dict(arguments)
+    arguments = {**tool.defaults, **arguments}
     path = tool.path
     if tool.url_id is not None:
         # The URL id is validated as the REST bodies validate ids, and named after

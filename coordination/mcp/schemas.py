@@ -5,7 +5,8 @@ input serializers and filtersets the REST views validate with; so the schema an
 agent reads is the one its call is checked against. A tool's schema is an object
 of: its URL id (required), its query parameters (GET) or the properties of its
 request body (POST, PATCH; less those the call refuses, ``ToolSpec.omit``), with
-``$ref`` resolved and OpenAPI 3.0's ``nullable`` turned into JSON Schema.
+``$ref`` resolved and OpenAPI 3.0's ``nullable`` turned into JSON Schema. A
+parameter the tool defaults (``ToolSpec.defaults``) says so, and takes ``null``.
 """
 
 import logging
@@ -116,6 +117,9 @@ def derived_input_schema(tool: ToolSpec, document: dict[str, Any]) -> dict[str, 
         for name, schema in body_schema.get("properties", {}).items():
             if name not in tool.omit:
                 add(name, schema, name in body_required)
+    for name, default in tool.defaults.items():
+        # Absent: the default; null: no parameter, the REST call's own default.
+        properties[name] = _nullable({**properties[name], "default": default})
     input_schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,

@@ -6,10 +6,14 @@ arguments are the REST body (or, for a GET, the query parameters), plus the URL
 id under ``url_id`` where the path has one; the result is the REST response body.
 The names are the bracketed ones of docs/api.md and those of docs/api.md "MCP".
 ``whoami`` is ``GET /keys/me/`` with a schema of its own (``coordination.mcp.whoami``).
+
+A GET tool may give a query parameter a default the REST call lacks (``defaults``):
+sent when the argument is absent; ``null`` sends no parameter, the REST default.
 """
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 API = "/api/v1"
 
@@ -23,10 +27,14 @@ class ToolSpec:
     url_id: str | None = None  # the argument that fills "{id}"
     # Fields of the REST body schema that the call refuses: not offered as arguments.
     omit: tuple[str, ...] = ()
+    # Arguments sent when absent: where the seed's tool differs from the REST default.
+    defaults: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if ("{id}" in self.path) != (self.url_id is not None):
             raise ValueError(f"{self.name}: url_id must be given exactly when the path has an id")
+        if self.defaults and self.method != "GET":
+            raise ValueError(f"{self.name}: defaults are for a GET's query parameters")
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -57,8 +65,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "list_active_agents",
         "GET",
         f"{API}/sessions/",
-        "List sessions (paginated). live=true lists the live ones only; filter by agent "
-        "name or role.",
+        "List the live sessions (paginated): heartbeating within the TTL, not ended. "
+        "live=false lists the others (ended, or stale: stopped heartbeating), live=null "
+        "every session; filter by agent name or role.",
+        # The seed: the TTL "decides when list_active_agents stops listing a session".
+        defaults={"live": True},
     ),
     ToolSpec(
         "get_workflow",
