@@ -2,6 +2,9 @@
 
 Only positive evidence sets the flag: a wrong ``true`` serialises runs on a
 worktree (invariant 10), a wrong ``false`` is what imported data already has.
+The assignee's evidence is the seed's, exactly: a role containing one of its
+words, in any case (``/cto|engineer|developer|devops|sre/i``, so "Director" matches
+too), or a department equal to ``"engineering"`` (``===``: no trimming, no folding).
 """
 
 import re
@@ -12,7 +15,9 @@ from django.utils import timezone
 
 from coordination.models import Agent, Issue, IssueLease, Workspace
 
-ENGINEERING_ROLE = re.compile(r"\b(?:cto|engineer|developer|devops|sre)\b", re.IGNORECASE)
+ENGINEERING_ROLE_WORDS = ("cto", "engineer", "developer", "devops", "sre")
+# JavaScript's /i without the u flag folds ASCII letters only; so does re.ASCII.
+ENGINEERING_ROLE = re.compile("|".join(ENGINEERING_ROLE_WORDS), re.IGNORECASE | re.ASCII)
 ENGINEERING_DEPARTMENT = "engineering"
 BACKFILL_STATUSES = (Issue.Status.BACKLOG, Issue.Status.TODO)
 
@@ -27,7 +32,7 @@ def assignee_evidence(agent: Agent) -> list[str]:
     reasons = []
     if ENGINEERING_ROLE.search(agent.role):
         reasons.append(f"assignee {agent.name!r} has role {agent.role!r}")
-    if agent.department.strip().casefold() == ENGINEERING_DEPARTMENT:
+    if agent.department == ENGINEERING_DEPARTMENT:
         reasons.append(f"assignee {agent.name!r} is in department {agent.department!r}")
     return reasons
 
@@ -38,9 +43,10 @@ def requires_filesystem_evidence(*, workspace: Workspace | None = None) -> list[
     runs on a worktree, a wrong ``false`` is what imports already have.
 
     Evidence: a live lease now (someone is working it), or a backlog/todo issue whose
-    assignee's role names an engineering job as a word, or whose department is
-    engineering. Roles are matched in Python because word boundaries are spelled
-    differently in the two backends' regex dialects; the database only pre-filters.
+    assignee's role contains an engineering word, or whose department is exactly
+    ``engineering``. Roles are matched in Python, as the seed's regular expression
+    does; the database only pre-filters (its case-insensitive match admits at least
+    as much on both backends).
     """
     candidates = Issue.objects.filter(requires_filesystem=False).select_related(
         "workspace", "project", "assignee"
@@ -57,8 +63,8 @@ def requires_filesystem_evidence(*, workspace: Workspace | None = None) -> list[
             f"live lease held by session {lease.session_id} ({holder!r})"
         )
 
-    words = Q(assignee__department__icontains=ENGINEERING_DEPARTMENT)
-    for word in ("cto", "engineer", "developer", "devops", "sre"):
+    words = Q(assignee__department=ENGINEERING_DEPARTMENT)
+    for word in ENGINEERING_ROLE_WORDS:
         words |= Q(assignee__role__icontains=word)
     for issue in candidates.filter(words, status__in=BACKFILL_STATUSES):
         assert issue.assignee is not None  # the filter joined through it

@@ -9,7 +9,8 @@ from coordination.services import backfill
 class Command(BaseCommand):
     help = (
         "Set requires_filesystem on imported issues with positive evidence: a live lease, "
-        "or a backlog/todo issue assigned to an engineering role or department. "
+        "or a backlog/todo issue whose assignee's role contains cto, engineer, developer, "
+        "devops or sre (any case) or whose department is exactly 'engineering'. "
         "Prints one line per issue with its evidence, then the count."
     )
 

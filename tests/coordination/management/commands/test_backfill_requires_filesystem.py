@@ -1,4 +1,5 @@
-"""backfill_requires_filesystem: positive evidence only, dry run, idempotence."""
+"""backfill_requires_filesystem: positive evidence only, the seed's matching exactly
+(role by substring in any case, department by equality), dry run, idempotence."""
 
 from io import StringIO
 
@@ -36,7 +37,8 @@ def make_agent(workspace):
 def imported(workspace, make_issue, make_agent, make_session):
     """One issue per kind of evidence, and the counter-examples beside them."""
     engineer = make_agent("eng", role="Senior Engineer")
-    engineering = make_agent("eng-dept", role="Manager", department=" Engineering ")
+    engineering = make_agent("eng-dept", role="Manager", department="engineering")
+    spelled = make_agent("eng-spelled", role="Manager", department=" Engineering ")
     marketer = make_agent("mkt", role="Marketing Manager", department="Marketing")
     director = make_agent("dir", role="Director of Growth")  # "cto" inside a word
     live, dead = make_session("live-holder"), make_session("dead-holder")
@@ -48,6 +50,7 @@ def imported(workspace, make_issue, make_agent, make_session):
         "done_engineer": make_issue(title="done", status="done", assignee=engineer),
         "in_progress_engineer": make_issue(title="wip", status="in_progress", assignee=engineer),
         "marketing": make_issue(title="campaign", assignee=marketer),
+        "spelled_department": make_issue(title="not ===", assignee=spelled),
         "director": make_issue(title="growth plan", assignee=director),
         "unassigned": make_issue(title="nobody"),
         "dead_lease": make_issue(title="dead lease"),
@@ -59,7 +62,7 @@ def imported(workspace, make_issue, make_agent, make_session):
     return issues
 
 
-EXPECTED = {"leased", "engineer_backlog", "department_todo"}
+EXPECTED = {"leased", "engineer_backlog", "department_todo", "director"}
 
 
 def test_backfill_marks_only_issues_with_evidence_and_prints_it(imported):
@@ -71,8 +74,9 @@ def test_backfill_marks_only_issues_with_evidence_and_prints_it(imported):
     assert set(by_issue) == {str(imported[k].pk) for k in EXPECTED}
     assert "live lease held by session" in by_issue[str(imported["leased"].pk)]
     assert "'Senior Engineer'" in by_issue[str(imported["engineer_backlog"].pk)]
-    assert "department ' Engineering '" in by_issue[str(imported["department_todo"].pk)]
-    assert lines[-1] == "set requires_filesystem on 3 issue(s)"
+    assert "department 'engineering'" in by_issue[str(imported["department_todo"].pk)]
+    assert "'Director of Growth'" in by_issue[str(imported["director"].pk)]
+    assert lines[-1] == "set requires_filesystem on 4 issue(s)"
 
 
 def test_counter_examples_are_left_alone(imported):
@@ -83,7 +87,7 @@ def test_counter_examples_are_left_alone(imported):
         "done_engineer",
         "in_progress_engineer",
         "marketing",
-        "director",
+        "spelled_department",
         "unassigned",
         "dead_lease",
     }
@@ -97,7 +101,7 @@ def test_dry_run_prints_the_same_and_changes_nothing(imported):
     dry = backfill("--dry-run")
 
     assert marked() == before == {imported["already"].pk}
-    assert dry[-1] == "dry run: would set requires_filesystem on 3 issue(s)"
+    assert dry[-1] == "dry run: would set requires_filesystem on 4 issue(s)"
     assert dry[:-1] == backfill()[:-1]
 
 
@@ -111,9 +115,21 @@ def test_second_run_changes_nothing(imported):
 
 @pytest.mark.parametrize(
     "role",
-    ["CTO", "engineer", "Staff Software Engineer", "Backend developer", "DevOps lead", "SRE"],
+    [
+        "CTO",
+        "engineer",
+        "Staff Software Engineer",
+        "Backend developer",
+        "DevOps lead",
+        "SRE",
+        # The seed's expression matches inside words, in any case.
+        "Director",
+        "Engineering Manager",
+        "Developers' advocate",
+        "presre",
+    ],
 )
-def test_engineering_roles_match_as_words(make_issue, make_agent, role):
+def test_roles_containing_an_engineering_word_match(make_issue, make_agent, role):
     issue = make_issue(assignee=make_agent("a", role=role))
 
     backfill()
@@ -121,15 +137,34 @@ def test_engineering_roles_match_as_words(make_issue, make_agent, role):
     assert Issue.objects.get(pk=issue.pk).requires_filesystem
 
 
-@pytest.mark.parametrize(
-    "role", ["Director", "Engineering Manager", "Developers' advocate", "presre", "Designer"]
-)
-def test_roles_that_only_contain_the_letters_do_not_match(make_issue, make_agent, role):
+# "\u017fre": the long s, which Unicode case folding makes an s, as /i alone does not.
+@pytest.mark.parametrize("role", ["Designer", "Product owner", "Dev ops", "\u017fre", ""])
+def test_roles_without_an_engineering_word_do_not_match(make_issue, make_agent, role):
     issue = make_issue(assignee=make_agent("a", role=role))
 
     assert backfill() == ["set requires_filesystem on 0 issue(s)"]
 
     assert not Issue.objects.get(pk=issue.pk).requires_filesystem
+
+
+@pytest.mark.parametrize(
+    ("department", "matches"),
+    [
+        ("engineering", True),
+        ("Engineering", False),
+        (" engineering", False),
+        ("engineering ", False),
+        ("software engineering", False),
+    ],
+)
+def test_the_department_matches_only_when_it_is_exactly_engineering(
+    make_issue, make_agent, department, matches
+):
+    issue = make_issue(assignee=make_agent("a", role="Manager", department=department))
+
+    backfill()
+
+    assert Issue.objects.get(pk=issue.pk).requires_filesystem is matches
 
 
 def test_workspace_option_limits_the_backfill(workspace, other_workspace, make_issue, make_agent):
