@@ -9,6 +9,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
 from coordination.api.schema import PublicDocsView, PublicSchemaView
+from coordination.guard import urls as guard_urls
 from heatmap import urls as heatmap_urls
 
 API_PREFIX = "/api/"
@@ -24,6 +25,7 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static(FAVICON)), name="favicon"),
     path("admin/", admin.site.urls),
     path("guard/", include("coordination.guard.urls")),
+    path("agent/", include(guard_urls.agent_urlpatterns)),  # the `projektor` command
     path("api/v1/schema/", PublicSchemaView.as_view(), name="schema"),
     path("api/v1/docs/", PublicDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("coordination.api.urls")),

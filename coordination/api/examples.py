@@ -41,6 +41,7 @@ SESSION = {
     "started_at": at("09:12:41"),
     "last_heartbeat_at": at("09:14:05"),
     "ended_at": None,
+    "ttl_seconds": 120,
 }
 ENDED_SESSION = {**SESSION, "status": "ended", "live": False, "ended_at": at("10:02:17")}
 PROJECT = {

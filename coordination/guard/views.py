@@ -1,16 +1,31 @@
-"""Serve the pre-commit hook, so that a checkout on any machine can install it."""
+"""Serve the pre-commit hook and the ``projektor`` command, so that any machine can
+install them; no key needed, neither holds a secret."""
 
-from pathlib import Path
+import functools
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-SCRIPT = Path(__file__).with_name("pre_commit.py")
+from coordination.guard import bundle
 
 
 @require_safe
 def pre_commit(request: HttpRequest) -> HttpResponse:
-    """The hook as plain text, byte for byte; no key needed, it holds no secret."""
-    response = HttpResponse(SCRIPT.read_bytes(), content_type="text/plain; charset=utf-8")
+    """The hook as plain text, byte for byte."""
+    response = HttpResponse(bundle.guard_script(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = 'inline; filename="pre-commit"'
     return response
+
+
+@require_safe
+def agent_command(request: HttpRequest) -> HttpResponse:
+    """The command as one executable zipapp (``chmod +x`` it and run it)."""
+    response = HttpResponse(zipapp_bytes(), content_type="application/octet-stream")
+    response["Content-Disposition"] = 'attachment; filename="projektor"'
+    return response
+
+
+@functools.cache
+def zipapp_bytes() -> bytes:
+    # The package does not change while the process runs: built once per process.
+    return bundle.zipapp()

@@ -1,5 +1,6 @@
 """Sessions: the register body, a session reference, and the session as shown."""
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
@@ -50,6 +51,8 @@ class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     department = serializers.CharField(source="agent.department")
     worktree = serializers.CharField(source="agent.worktree.slug", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
+    # The session TTL, so that a client knows how often to heartbeat (a quarter of it).
+    ttl_seconds = serializers.SerializerMethodField()
 
     class Meta:
         model = AgentSession
@@ -64,4 +67,8 @@ class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
             "started_at",
             "last_heartbeat_at",
             "ended_at",
+            "ttl_seconds",
         ]
+
+    def get_ttl_seconds(self, session: AgentSession) -> int:
+        return int(settings.PROJEKTOR_SESSION_TTL_SECONDS)

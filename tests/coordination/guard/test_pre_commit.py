@@ -20,9 +20,9 @@ from urllib.request import urlopen
 
 import pytest
 
-from coordination.guard import pre_commit
 from coordination.models import ApiKey, ClaimConflict, FileClaim, Workspace
 from coordination.services import keys
+from projektor_agent import guard as pre_commit
 from tests.conftest import expire
 from tests.coordination.conftest import claim_paths
 

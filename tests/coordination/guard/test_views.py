@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from coordination.guard import pre_commit
+from projektor_agent import guard as pre_commit
 
 HOOK = Path(pre_commit.__file__)
 

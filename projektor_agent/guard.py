@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Projektor pre-commit guard: refuse a commit that touches a file another issue claimed.
 
+It is ``projektor guard pre-commit`` (``projektor run`` installs it in the worktrees it
+arms), and also a standalone hook: this file alone, served at ``/guard/pre-commit``.
 Install it in a checkout (linked worktrees and ``core.hooksPath`` included)::
 
     hook="$(git rev-parse --git-path hooks)/pre-commit" && curl -fsS --create-dirs \\

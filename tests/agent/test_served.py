@@ -1,0 +1,59 @@
+"""What the server hands an agent's machine: the command as one executable file, the
+guard as a standalone hook, and sessions that state their TTL."""
+
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from projektor_agent import guard
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_command_is_one_executable_zipapp_of_the_package_and_needs_no_key(
+    client, tmp_path: Path
+):
+    response = client.get("/agent/projektor")
+    assert response.status_code == 200
+    assert response.content.startswith(b"#!/usr/bin/env python3\n")
+    names = zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+    assert "__main__.py" in names and "projektor_agent/cli.py" in names
+    assert "projektor_agent/guard.py" in names
+    assert client.get("/agent/projektor").content == response.content  # built once
+    assert client.post("/agent/projektor").status_code == 405
+
+    command = tmp_path / "projektor"
+    command.write_bytes(response.content)
+    command.chmod(0o755)
+    helped = subprocess.run(
+        [sys.executable, str(command), "run", "--help"], capture_output=True, text=True
+    )
+    assert helped.returncode == 0 and "--worktrees" in helped.stdout
+    unconfigured = subprocess.run(
+        [sys.executable, str(command), "whoami"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert unconfigured.returncode == 2
+    assert "PROJEKTOR_URL (or git config projektor.url)" in unconfigured.stderr
+    assert "Traceback" not in unconfigured.stderr
+
+
+def test_the_guard_download_is_the_packages_guard_module(client):
+    assert client.get("/guard/pre-commit").content == Path(guard.__file__).read_bytes()
+
+
+def test_a_session_states_the_ttl_to_heartbeat_by(api):
+    response = api.post("/api/v1/sessions/", {"agent": "coder-1"}, format="json")
+    assert response.status_code == 201
+    assert response.json()["ttl_seconds"] == settings.PROJEKTOR_SESSION_TTL_SECONDS
+    session = response.json()["id"]
+    beat = api.post(f"/api/v1/sessions/{session}/heartbeat/")
+    assert beat.json()["ttl_seconds"] == settings.PROJEKTOR_SESSION_TTL_SECONDS
