@@ -1,25 +1,46 @@
-"""Every citation in the code resolves: each "invariant N" names a numbered invariant
-of docs/design.md, and each cited section (``API.md "Fences"``, ``(DESIGN.md, error
-shape)``) is a heading of docs/api.md or docs/design.md. The code may spell the
-documents ``API.md``/``DESIGN.md`` or ``docs/api.md``/``docs/design.md``."""
+"""The documents hold together, and hold to the code.
+
+- Every citation in the code resolves: each "invariant N" names a numbered invariant
+  of docs/design.md, and each cited section (``API.md "Fences"``, ``(DESIGN.md, error
+  shape)``) is a heading of the document it names. The code may spell the documents
+  ``API.md``/``DESIGN.md`` or ``docs/api.md``/``docs/design.md``; the other guides
+  (``docs/operations.md``...) by their path.
+- Every relative link of README.md and docs/*.md leads to a file, and its ``#anchor``
+  to a heading of it (as GitHub makes anchors); every invariant they cite exists.
+- The workflow the documents state is the one ``get_workflow`` serves.
+- Every setting the code reads from the environment is in docs/operations.md."""
 
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from coordination.services.workflow import get_workflow
+
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("coordination", "heatmap", "projektor")
-DOCS = {"api": ROOT / "docs" / "api.md", "design": ROOT / "docs" / "design.md"}
+# Every top-level package of the project (the product's, the demo's, the benches'...).
+SCANNED = tuple(
+    sorted(
+        path.name
+        for path in ROOT.iterdir()
+        if (path / "__init__.py").is_file() and path.name != "tests"
+    )
+)
+DOCS = {path.stem: path for path in sorted((ROOT / "docs").glob("*.md"))}
+MARKDOWN = (ROOT / "README.md", *DOCS.values())
 
 # Between the words of a citation: spaces, line breaks, and the "#" of a wrapped comment.
 GAP = r"[\s#]*"
 NUMBER_LIST = rf"\d+(?:{GAP}(?:,|-|–|—|and|or|to){GAP}\d+)*"
 INVARIANTS = re.compile(rf"\binvariants?{GAP}({NUMBER_LIST})", re.IGNORECASE)
-DOC = r"(?<![\w./-])(?:docs/)?(api|design)\.md\b"
+# api.md and design.md may be cited bare (as the spec spells them); the others by path.
+DOC = r"(?<![\w./-])(docs/\w+|api|design)\.md\b"
 QUOTED_SECTION = re.compile(rf"{DOC}(?:,{GAP}|\s+)\"([^\"\n]{{1,80}})\"", re.IGNORECASE)
 # Unquoted, a section is the rest of a parenthesis: "(DESIGN.md, error shape)".
-BARE_SECTION = re.compile(rf"\({GAP}{DOC},{GAP}([^\"()]{{1,80}}?)\s*\)", re.IGNORECASE)
+# "(design.md, invariant 13)" cites the invariant, not a section.
+BARE_SECTION = re.compile(
+    rf"\({GAP}{DOC},{GAP}(?!{GAP}invariants?\b)([^\"()]{{1,80}}?)\s*\)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,11 @@ def tidy(section: str) -> str:
     return re.sub(rf"\s*\n{GAP}", " ", section).strip()
 
 
+def doc_name(cited: str) -> str:
+    """``"API"``, ``"docs/api"`` → ``"api"``."""
+    return cited.lower().removeprefix("docs/")
+
+
 def citations(text: str) -> list[Citation]:
     def line_of(offset: int) -> int:
         return text.count("\n", 0, offset) + 1
@@ -63,7 +89,7 @@ def citations(text: str) -> list[Citation]:
     ]
     for pattern in (QUOTED_SECTION, BARE_SECTION):
         found += [
-            Citation(line_of(match.start()), match.group(1).lower(), section=tidy(match.group(2)))
+            Citation(line_of(match.start()), doc_name(match.group(1)), section=tidy(match.group(2)))
             for match in pattern.finditer(text)
         ]
     return sorted(found, key=lambda citation: citation.line)
@@ -75,37 +101,60 @@ def key(heading: str) -> str:
     return " ".join(re.sub(r"[^\w\s-]", " ", heading.lower()).split())
 
 
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: its text without markup, lower case, with
+    punctuation dropped and each space a hyphen (``"Keys: the key"`` → ``keys-the-key``)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def prose_lines(markdown: str) -> Iterator[tuple[int, str]]:
+    """Each line outside fenced code, numbered from 1."""
+    in_code = False
+    for number, line in enumerate(markdown.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if not in_code:
+            yield number, line
+
+
 @dataclass(frozen=True)
 class Document:
     headings: frozenset[str]
     invariants: frozenset[int]
+    anchors: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, markdown: str) -> "Document":
-        """Its headings, and the numbers of the list items directly under a heading
-        called "Invariants" (a subsection, such as "Not yet built", does not count)."""
+        """Its headings (as cited, and as anchors), and the numbers of the list items
+        directly under a heading called "Invariants" (a subsection, such as "Not yet
+        built", does not count)."""
         headings: set[str] = set()
         invariants: set[int] = set()
+        anchors: set[str] = set()
+        seen: dict[str, int] = {}
         section = ""
-        in_code = False
-        for line in markdown.splitlines():
-            if line.startswith("```"):
-                in_code = not in_code
-            if in_code:
-                continue
+        for _, line in prose_lines(markdown):
             if heading := re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line):
                 section = key(heading.group(1))
                 headings.add(section)
+                slug = anchor(heading.group(1))
+                # A repeated heading's anchor takes a number, as on GitHub.
+                anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+                seen[slug] = seen.get(slug, 0) + 1
             elif section == "invariants" and (item := re.match(r"(\d+)\.\s", line)):
                 invariants.add(int(item.group(1)))
-        return cls(frozenset(headings), frozenset(invariants))
+        return cls(frozenset(headings), frozenset(invariants), frozenset(anchors))
 
 
 def unresolved(found: list[Citation], docs: dict[str, Document]) -> list[Citation]:
     missing = []
     for citation in found:
-        doc = docs[citation.doc]
-        if citation.invariant is not None:
+        doc = docs.get(citation.doc)
+        if doc is None:
+            missing.append(citation)
+        elif citation.invariant is not None:
             if citation.invariant not in doc.invariants:
                 missing.append(citation)
         elif key(citation.section or "") not in doc.headings:
@@ -156,6 +205,173 @@ def test_the_code_cites_the_documents():
 
 def test_the_design_numbers_invariants_one_to_ten():
     assert set(range(1, 11)) <= the_docs()["design"].invariants
+
+
+# --- the documents among themselves ------------------------------------------------
+
+# [text](target) and ![alt](target), with an optional "title".
+LINK = re.compile(r"\[[^\]]*\]\(\s*([^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
+CODE_SPAN = re.compile(r"`+[^`]*`+")
+EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|/)", re.IGNORECASE)  # a URL, or a site path
+
+
+@dataclass(frozen=True)
+class Link:
+    source: Path
+    line: int
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.source.relative_to(ROOT)}:{self.line}: ({self.target})"
+
+
+def links(source: Path) -> list[Link]:
+    """The relative links of a Markdown file, outside code."""
+    found = []
+    for number, line in prose_lines(source.read_text(encoding="utf-8")):
+        for match in LINK.finditer(CODE_SPAN.sub(lambda span: "_" * len(span[0]), line)):
+            if not EXTERNAL.match(match.group(1)):
+                found.append(Link(source, number, match.group(1)))
+    return found
+
+
+def broken(link: Link) -> str | None:
+    """Why ``link`` leads nowhere, or None."""
+    path, _, fragment = link.target.partition("#")
+    target = (link.source.parent / path).resolve() if path else link.source
+    if not target.is_relative_to(ROOT) or not target.exists():
+        return "no such file"
+    if fragment:
+        if target.suffix != ".md":
+            return "an anchor in a file that is not Markdown"
+        anchors = Document.parse(target.read_text(encoding="utf-8")).anchors
+        if fragment not in anchors:
+            return f"{target.relative_to(ROOT)} has no heading #{fragment}"
+    return None
+
+
+def prose(markdown: str) -> str:
+    """The text outside fenced code and code spans (line numbers kept)."""
+    lines = dict(prose_lines(markdown))
+    return "\n".join(
+        CODE_SPAN.sub("", lines.get(number, "")) for number in range(1, markdown.count("\n") + 2)
+    )
+
+
+def test_every_relative_link_resolves_to_a_file_and_a_heading():
+    found = [link for source in MARKDOWN for link in links(source)]
+    assert len(found) > 20  # the scan finds the links at all
+    missing = [f"{link}: {why}" for link in found if (why := broken(link))]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_readme_links_every_guide_and_stays_short():
+    readme = ROOT / "README.md"
+    linked = {(readme.parent / link.target.partition("#")[0]).resolve() for link in links(readme)}
+    assert set(DOCS.values()) <= linked, "a guide in docs/ that the README does not link"
+    assert readme.read_text(encoding="utf-8").count("\n") <= 300
+
+
+def test_every_citation_in_the_documents_resolves():
+    docs = the_docs()
+    missing = [
+        f"{source.relative_to(ROOT)}:{citation.line}: cites {citation}"
+        for source in MARKDOWN
+        for citation in citations(prose(source.read_text(encoding="utf-8")))
+        if unresolved([citation], docs)
+    ]
+    assert not missing, "\n".join(missing)
+
+
+# --- the workflow: the documents against get_workflow ---------------------------------
+
+STATE = r"`([a-z_]+)`"
+ARROW = re.compile(r"`([a-z_]+) → ([a-z_]+)`")
+
+
+def section(markdown: str, heading: str) -> list[str]:
+    """The prose lines under ``heading``, up to the next heading."""
+    lines: list[str] = []
+    inside = False
+    for _, line in prose_lines(markdown):
+        if re.match(r"#{1,6}\s", line):
+            inside = key(line.lstrip("#")) == key(heading)
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def documented_workflow() -> dict[str, object]:
+    """docs/api.md "The workflow": its table and its two rules, as get_workflow's shape."""
+    lines = section(DOCS["api"].read_text(encoding="utf-8"), "The workflow")
+    rows = [line for line in lines if re.match(rf"\|\s*{STATE}\s*\|", line)]
+    transitions = []
+    for row in rows:
+        source, targets = (cell.strip() for cell in row.strip("|").split("|"))
+        for target in re.split(r",\s*(?=`)", targets):
+            (state,) = re.findall(STATE, target.split("(")[0])
+            transitions.append(
+                {"from": re.findall(STATE, source)[0], "to": state, "human_only": "(" in target}
+            )
+    text = " ".join(lines)
+    ready = re.search(r"\*\*Definition of ready\*\*(.*?)(?:- \*\*|$)", text)
+    report = re.search(r"\*\*Report\*\*: entering (.*?) needs", text)
+    assert ready and report, "docs/api.md's workflow lost its definition of ready or report"
+    return {
+        "states": [re.findall(STATE, row)[0] for row in rows],
+        "transitions": transitions,
+        "definition_of_ready": re.findall(r"`(\w+)` \(", ready.group(1)),
+        "report": sorted(re.findall(STATE, report.group(1))),
+    }
+
+
+def test_the_documented_workflow_is_the_one_get_workflow_serves():
+    served = get_workflow()
+    assert documented_workflow() == {
+        "states": served["states"],
+        "transitions": served["transitions"],
+        "definition_of_ready": [item["field"] for item in served["definition_of_ready"]],
+        "report": served["report"]["required_for"],
+    }
+
+
+def test_every_move_the_documents_name_is_one_the_workflow_has():
+    """A move written `a → b` is a transition (or is said to be none), and one called a
+    gate is a human gate."""
+    served = get_workflow()
+    moves = {(t["from"], t["to"]) for t in served["transitions"]}
+    gates = {(g["from"], g["to"]) for g in served["gates"]}
+    states = set(served["states"])
+    wrong = []
+    for source in MARKDOWN:
+        for number, line in prose_lines(source.read_text(encoding="utf-8")):
+            for match in ARROW.finditer(line):
+                move = (match.group(1), match.group(2))
+                if not set(move) <= states:
+                    continue
+                denied = line[match.end() :].startswith(" is no transition")
+                gate = "gate" in line[max(0, match.start() - 40) : match.start()]
+                if (move in moves) == denied or (gate and move not in gates):
+                    wrong.append(f"{source.relative_to(ROOT)}:{number}: {match.group(0)}")
+    assert not wrong, "\n".join(wrong)
+
+
+# --- the settings ---------------------------------------------------------------------
+
+ENVIRONMENT_READ = re.compile(
+    r"(?:os\.environ\.get|os\.getenv|env_\w+)\(\s*[\"']([A-Z][A-Z0-9_]+)[\"']"
+)
+
+
+def test_every_setting_read_from_the_environment_is_documented():
+    read = {
+        name
+        for path in (ROOT / "projektor" / "settings.py", ROOT / "gunicorn.conf.py")
+        for name in ENVIRONMENT_READ.findall(path.read_text(encoding="utf-8"))
+    }
+    assert {"SECRET_KEY", "PROJEKTOR_SESSION_TTL_SECONDS", "PROJEKTOR_BIND"} <= read
+    operations = DOCS["operations"].read_text(encoding="utf-8")
+    assert not {name for name in read if f"`{name}`" not in operations}
 
 
 # --- the parser, on synthetic text ------------------------------------------------------
@@ -213,3 +429,27 @@ def test_an_invariant_listed_as_not_yet_built_does_not_resolve():
     assert [str(c) for c in unresolved(citations("(invariant 11)"), SAMPLE_DOCS)] == [
         "invariant 11"
     ]
+
+
+def test_anchors_are_made_as_github_makes_them():
+    assert anchor("Keys: the key is the actor") == "keys-the-key-is-the-actor"
+    assert anchor("Backfilling `requires_filesystem`") == "backfilling-requires_filesystem"
+    assert anchor("Projektor — speed") == "projektor--speed"
+    assert anchor("[api.md](api.md) and more") == "apimd-and-more"
+    parsed = Document.parse("# A\n\n```\n# not a heading\n```\n\n## A\n\n### B, c\n")
+    assert parsed.anchors == {"a", "a-1", "b-c"}
+
+
+def test_links_in_code_are_not_links():
+    sample = ROOT / "README.md"
+    text = "[a](x.md) `[b](y.md)`\n```\n[c](z.md)\n```\n[d](https://e.org/) [f](/g/)"
+    found = [
+        match.group(1)
+        for _, line in prose_lines(text)
+        for match in LINK.finditer(CODE_SPAN.sub(lambda span: "_" * len(span[0]), line))
+        if not EXTERNAL.match(match.group(1))
+    ]
+    assert found == ["x.md"]
+    assert broken(Link(sample, 1, "docs/nowhere.md")) == "no such file"
+    assert broken(Link(sample, 1, "docs/api.md#nowhere")) == "docs/api.md has no heading #nowhere"
+    assert broken(Link(sample, 1, "docs/api.md#events")) is None
