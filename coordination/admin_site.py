@@ -14,8 +14,9 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from coordination import selectors
 from coordination.models import Run, Workspace
+from coordination.selectors import dashboard
+from coordination.selectors.access import workspaces_visible_to
 
 RUNS_SHOWN = 5  # per workspace: the newest runs that did not start
 
@@ -24,7 +25,7 @@ RUNS_SHOWN = 5  # per workspace: the newest runs that did not start
 class WorkspaceDashboard:
     workspace: Workspace
     live_agents: int
-    loads: list[selectors.ProjectLoad]
+    loads: list[dashboard.ProjectLoad]
     rejected: int
     forced: int
     denials: int
@@ -36,13 +37,13 @@ def dashboards(workspaces: QuerySet[Workspace]) -> list[WorkspaceDashboard]:
     workspace overview, the project loads and the runs that did not start, three
     queries however many workspaces there are."""
     now = timezone.now()
-    overview = list(selectors.workspace_overview(workspaces, since=now - selectors.RECENT))
-    loads: dict[int, list[selectors.ProjectLoad]] = defaultdict(list)
-    for load in selectors.project_loads(overview):
+    overview = list(dashboard.workspace_overview(workspaces, since=now - dashboard.RECENT))
+    loads: dict[int, list[dashboard.ProjectLoad]] = defaultdict(list)
+    for load in dashboard.project_loads(overview):
         loads[load.workspace_id].append(load)
     runs: dict[int, list[Run]] = defaultdict(list)
-    for run in selectors.troubled_runs(
-        overview, since=now - selectors.RECENT, until=now, per_workspace=RUNS_SHOWN
+    for run in dashboard.troubled_runs(
+        overview, since=now - dashboard.RECENT, until=now, per_workspace=RUNS_SHOWN
     ):
         runs[run.workspace_id].append(run)
     return [
@@ -68,7 +69,7 @@ class ProjektorAdminSite(admin.AdminSite):
     empty_value_display = "—"
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
-        workspaces = selectors.workspaces_visible_to(request.user)
+        workspaces = workspaces_visible_to(request.user)
         context = {"dashboards": dashboards(workspaces)}
         response: TemplateResponse = super().index(request, {**(extra_context or {}), **context})
         return response

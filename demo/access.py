@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from coordination import selectors
 from coordination.models import ApiKey, Issue, IssueLease, Workspace
+from coordination.selectors.issues import ready_issues
 from coordination.services import operators
 
 PASSWORD = "projektor-demo"
@@ -68,7 +68,7 @@ def free_issue(workspace: Workspace) -> Issue | None:
     """The first issue of the ready queue that a new session can claim now (its
     project is below its WIP cap), preferring one never leased: its first lease has
     fence 1."""
-    queue = selectors.ready_issues(workspace)
+    queue = ready_issues(workspace)
     ready = queue[: queue.count()]
     ever_leased = set(IssueLease.objects.filter(issue__in=ready).values_list("issue", flat=True))
     for issue in sorted(ready, key=lambda issue: issue.pk in ever_leased):

@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from coordination.selectors import ProjectLoad
+from coordination.selectors.dashboard import ProjectLoad
 from heatmap.health import DailySeries
 from heatmap.selectors import Heatmap
 

@@ -10,10 +10,10 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
-from coordination import selectors as coordination_selectors
 from coordination.errors import CoordinationError
 from coordination.models import Workspace
 from coordination.paths import normalise_prefix
+from coordination.selectors import lookups
 from heatmap import selectors
 from heatmap.selectors import DEFAULT_DEPTH, MAX_DEPTH, MODES
 
@@ -99,7 +99,7 @@ class HeatmapForm(WindowForm):
             "mode": query["mode"],
             "since": query["since"],
             "until": query["until"],
-            "project": coordination_selectors.get_project(workspace, key) if key else None,
+            "project": lookups.get_project(workspace, key) if key else None,
             "prefix": selectors.normalise_prefix(query["prefix"]),
             "depth": query["depth"],
         }
@@ -117,8 +117,8 @@ class BoardForm(WindowForm):
     def resolve(self, workspace: Workspace) -> None:
         """Unknown project or agent: an error on its field, shown in place."""
         for name, lookup in (
-            ("project", coordination_selectors.get_project),
-            ("agent", coordination_selectors.get_agent),
+            ("project", lookups.get_project),
+            ("agent", lookups.get_agent),
         ):
             key = self.cleaned_data.get(name)
             self.cleaned_data[f"{name}_object"] = None

@@ -14,7 +14,6 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from coordination import selectors
 from coordination.liveness import live_q
 from coordination.models import (
     AgentSession,
@@ -26,13 +25,15 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
 )
+from coordination.selectors.dashboard import TROUBLED_RUN_STATUSES
+from coordination.selectors.sessions import live_sessions
 from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups import outside_days, whole_days
 
 
 def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
     """Live sessions now, with what each holds."""
-    return selectors.live_sessions(workspace).annotate(
+    return live_sessions(workspace).annotate(
         leases_held=Count("leases", filter=Q(leases__released_at__isnull=True), distinct=True),
         claims_held=Count(
             "file_claims", filter=Q(file_claims__released_at__isnull=True), distinct=True
@@ -261,7 +262,7 @@ def troubled_run_counts(workspace: Workspace, since: datetime, until: datetime) 
     rows = (
         Run.objects.filter(
             workspace=workspace,
-            status__in=selectors.TROUBLED_RUN_STATUSES,
+            status__in=TROUBLED_RUN_STATUSES,
             started_at__gte=since,
             started_at__lt=until,
         )
@@ -269,4 +270,4 @@ def troubled_run_counts(workspace: Workspace, since: datetime, until: datetime) 
         .annotate(n=Count("*"))
         .order_by()
     )
-    return {str(status): 0 for status in selectors.TROUBLED_RUN_STATUSES} | dict(rows)
+    return {str(status): 0 for status in TROUBLED_RUN_STATUSES} | dict(rows)

@@ -43,7 +43,7 @@ from coordination.models import (
     Run,
     Workspace,
 )
-from coordination.selectors import count_of
+from coordination.selectors.dashboard import count_of
 from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups import outside_days, whole_days
 

@@ -13,9 +13,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from coordination import selectors as coordination_selectors
 from coordination.errors import CoordinationError
 from coordination.models import FileClaim, IssueLease, Project, Workspace
+from coordination.selectors import dashboard
+from coordination.selectors.access import workspaces_visible_to
 from heatmap import figures, health, selectors
 from heatmap.forms import HeatmapForm, WindowForm
 
@@ -25,7 +26,7 @@ PRESETS = (("24 h", timedelta(hours=24)), ("7 d", timedelta(days=7)), ("30 d", t
 def workspace_or_404(request: HttpRequest, slug: str) -> Workspace:
     """The same 404 for a workspace that does not exist and one the user may not
     see: the page never hints that it exists."""
-    visible = coordination_selectors.workspaces_visible_to(request.user)
+    visible = workspaces_visible_to(request.user)
     workspace = visible.filter(slug=slug).first()
     if workspace is None:
         raise Http404("No such workspace.")
@@ -40,9 +41,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def workspace_list(request: HttpRequest) -> HttpResponse:
-    rows = coordination_selectors.workspace_overview(
-        coordination_selectors.workspaces_visible_to(request.user),
-        since=timezone.now() - coordination_selectors.RECENT,
+    rows = dashboard.workspace_overview(
+        workspaces_visible_to(request.user),
+        since=timezone.now() - dashboard.RECENT,
     )
     return render(request, "heatmap/workspaces.html", {"nav": "workspaces", "workspaces": rows})
 
@@ -180,7 +181,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
         return invalid_query(request, workspace, "heatmap/health.html", query.errors, "health")
     since, until = query.cleaned_data["since"], query.cleaned_data["until"]
     window = (workspace, since, until)
-    loads = coordination_selectors.project_loads([workspace])
+    loads = dashboard.project_loads([workspace])
     conflicts = health.conflicts_per_day(*window)
     denials = health.wip_denials_per_day(*window)
     lease_releases = health.releases_per_day(IssueLease, *window)
@@ -232,8 +233,6 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
             for chart_id, daily, title, colours in charts
         ],
         "run_counts": health.troubled_run_counts(*window),
-        "runs": coordination_selectors.troubled_runs(
-            [workspace], since=since, until=until, per_workspace=15
-        ),
+        "runs": dashboard.troubled_runs([workspace], since=since, until=until, per_workspace=15),
     }
     return render(request, "heatmap/health.html", context)

@@ -321,7 +321,7 @@ class DirectDriver(DirectConnection):
         return self.answer(self.live_sessions)
 
     def live_sessions(self) -> str:
-        """GET /sessions/?live=true: selectors.session_list, paginated: the count,
+        """GET /sessions/?live=true: selectors.sessions.session_list, paginated: the count,
         then the first page (sql.session_count, sql.session_page)."""
         self.active_key()
         live = sql.SessionList(workspace_id=self.workspace_id, live=True)
@@ -334,7 +334,7 @@ class DirectDriver(DirectConnection):
         return self.answer(self.ready_issues)
 
     def ready_issues(self) -> str:
-        """GET /issues/ready/: selectors.ready_issues, paginated: the count, then the
+        """GET /issues/ready/: selectors.issues.ready_issues, paginated: the count, then the
         first page (sql.queue_count, sql.queue_page), read off issue_ready_queue_idx."""
         self.active_key()
         queue = sql.Queue(workspace_id=self.workspace_id)

@@ -6,9 +6,9 @@ from rest_framework import authentication, permissions
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import ApiKey, Workspace
+from coordination.selectors.access import workspaces_visible_to
 from coordination.services import keys
 
 WORKSPACE_HEADER = "X-Projektor-Workspace"
@@ -65,7 +65,7 @@ class WorkspaceMember(permissions.BasePermission):
             raise InvalidInput(
                 f"Name the workspace with the {WORKSPACE_HEADER} header or ?{WORKSPACE_PARAM}=."
             )
-        workspace = selectors.workspaces_visible_to(request.user).filter(slug=slug).first()
+        workspace = workspaces_visible_to(request.user).filter(slug=slug).first()
         if workspace is None:
             raise NotFound("No such workspace.")
         request.workspace = workspace  # type: ignore[attr-defined]

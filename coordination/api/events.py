@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
-from coordination import feed, selectors
+from coordination import feed
 from coordination.api import examples as x
 from coordination.api.auth import workspace_of
 from coordination.api.serializers.events import (
@@ -32,6 +32,7 @@ from coordination.api.serializers.events import (
 )
 from coordination.errors import InvalidInput
 from coordination.models import MAX_ID, Workspace
+from coordination.selectors import lookups
 
 LIST_DESCRIPTION = (
     "The workspace's events with an id greater than `after`, in id order (invariant 12). "
@@ -65,10 +66,8 @@ def parse_query(
     agent = data.get("agent")
     filters = feed.EventFilter(
         types=data.get("type"),
-        project_id=selectors.get_project(workspace, project, field="project").pk
-        if project
-        else None,
-        agent_id=selectors.get_agent(workspace, agent, field="agent").pk if agent else None,
+        project_id=lookups.get_project(workspace, project, field="project").pk if project else None,
+        agent_id=lookups.get_agent(workspace, agent, field="agent").pk if agent else None,
         issue_id=data.get("issue"),
         session_id=data.get("session"),
     )

@@ -6,9 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import filtersets, selectors
 from coordination.api import refusals as r
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, parse
 from coordination.api.serializers.file_claims import (
     ClaimConflictSerializer,
     ClaimedFilesSerializer,
@@ -19,6 +18,8 @@ from coordination.api.serializers.file_claims import (
     FileReleaseInput,
     ReleasedFilesSerializer,
 )
+from coordination.filtersets import ClaimConflictFilter, FileClaimFilter
+from coordination.selectors import claims
 from coordination.services import file_claims
 
 
@@ -38,10 +39,11 @@ from coordination.services import file_claims
         "holder session and agent.",
     ),
 )
-class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.file_claims
+class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
+    selector = claims.file_claims
+    list_selector = claims.file_claim_list
     serializer_class = FileClaimSerializer
-    filterset_class = filtersets.FileClaimFilter
+    filterset_class = FileClaimFilter
 
     @extend_schema(
         summary="Claim files for an issue",
@@ -131,7 +133,8 @@ class FileClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspa
         "never updated or deleted (invariant 8). `issue` matches either side. Read-only.",
     ),
 )
-class ClaimConflictViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    selector = selectors.claim_conflicts
+class ClaimConflictViewSet(FilteredListViewSet):
+    selector = claims.claim_conflicts
+    list_selector = claims.claim_conflict_list
     serializer_class = ClaimConflictSerializer
-    filterset_class = filtersets.ClaimConflictFilter
+    filterset_class = ClaimConflictFilter

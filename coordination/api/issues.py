@@ -9,13 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination import filtersets, selectors
 from coordination.api import examples as x
 from coordination.api import refusals as r
 from coordination.api import serializers as s
 from coordination.api.access import key_of
 from coordination.api.auth import is_human
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, WorkspaceViewSet, parse
+from coordination.filtersets import IssueFilter, LeaseFilter, WipCapDenialFilter
+from coordination.selectors import claims, issues, lookups
 from coordination.services import access, leases, projects, workflow
 
 
@@ -33,7 +34,7 @@ from coordination.services import access, leases, projects, workflow
     ),
 )
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.projects
+    selector = issues.projects
     serializer_class = s.ProjectSerializer
 
     @extend_schema(
@@ -84,13 +85,14 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
         "(invariant 1), and its completion report.",
     ),
 )
-class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.issues
+class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
+    selector = issues.issues
+    list_selector = issues.issue_list
     serializer_class = s.IssueSerializer
-    filterset_class = filtersets.IssueFilter
+    filterset_class = IssueFilter
 
     def render_issue(self, issue_id: int, **kwargs: Any) -> Response:
-        issue = selectors.issues(self.workspace).get(pk=issue_id)
+        issue = issues.issues(self.workspace).get(pk=issue_id)
         return Response(s.IssueSerializer(issue).data, **kwargs)
 
     @extend_schema(
@@ -108,9 +110,9 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
         query = s.ReadyQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         key = query.validated_data.get("project")
-        rows = selectors.ready_issues(
+        rows = issues.ready_issues(
             self.workspace,
-            project=selectors.get_project(self.workspace, key) if key else None,
+            project=lookups.get_project(self.workspace, key) if key else None,
             include_not_ready=query.validated_data["include_not_ready"],
         )
         page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # paged as a queryset
@@ -252,10 +254,11 @@ class IssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
         "live now (invariant 1).",
     ),
 )
-class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.leases
+class LeaseViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
+    selector = claims.leases
+    list_selector = claims.lease_list
     serializer_class = s.LeaseSerializer
-    filterset_class = filtersets.LeaseFilter
+    filterset_class = LeaseFilter
 
 
 @extend_schema(tags=["Contention logs"])
@@ -267,10 +270,11 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceVi
         "logged naming the agent and no session. Read-only.",
     ),
 )
-class WipCapDenialViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    selector = selectors.wip_cap_denials
+class WipCapDenialViewSet(FilteredListViewSet):
+    selector = claims.wip_cap_denials
+    list_selector = claims.wip_cap_denial_list
     serializer_class = s.WipCapDenialSerializer
-    filterset_class = filtersets.WipCapDenialFilter
+    filterset_class = WipCapDenialFilter
 
 
 class WorkflowView(APIView):

@@ -7,22 +7,23 @@ the agent is done. Who may call each route is the rule of coordination/api/acces
 """
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, status
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import filtersets, selectors
 from coordination.api import examples as x
 from coordination.api.access import key_of
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, parse
 from coordination.api.serializers.keys import (
     CreatedKeySerializer,
     KeyInput,
     KeySerializer,
     MyKeySerializer,
 )
+from coordination.filtersets import KeyFilter
+from coordination.selectors.access import api_key_list, api_keys
 from coordination.services import keys
 
 
@@ -35,10 +36,11 @@ from coordination.services import keys
         "match exactly; `revoked=true` keeps the revoked ones. Read-only.",
     ),
 )
-class KeyViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    selector = selectors.api_keys
+class KeyViewSet(FilteredListViewSet):
+    selector = api_keys
+    list_selector = api_key_list
     serializer_class = KeySerializer
-    filterset_class = filtersets.KeyFilter
+    filterset_class = KeyFilter
 
     @extend_schema(
         summary="Who am I",

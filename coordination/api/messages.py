@@ -1,14 +1,16 @@
 """Messages [post_message, list_messages]."""
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import filtersets, selectors
 from coordination.api.access import key_of
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, parse
 from coordination.api.serializers.messages import MessageInput, MessageSerializer
+from coordination.filtersets import MessageFilter
+from coordination.selectors.messages import message_list
+from coordination.selectors.messages import messages as listed_messages
 from coordination.services import access, messages
 
 
@@ -21,10 +23,11 @@ from coordination.services import access, messages
         "live lease or live file claim on. Read-only.",
     ),
 )
-class MessageViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    selector = selectors.messages
+class MessageViewSet(FilteredListViewSet):
+    selector = listed_messages
+    list_selector = message_list
     serializer_class = MessageSerializer
-    filterset_class = filtersets.MessageFilter
+    filterset_class = MessageFilter
 
     @extend_schema(
         summary="Post a message",

@@ -6,10 +6,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import filtersets, selectors
 from coordination.api import examples as x
 from coordination.api import refusals as r
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, WorkspaceViewSet, parse
 from coordination.api.serializers.runs import (
     RunDispatchInput,
     RunFinishInput,
@@ -17,6 +16,8 @@ from coordination.api.serializers.runs import (
     WorktreeInput,
     WorktreeSerializer,
 )
+from coordination.filtersets import RunFilter
+from coordination.selectors import runs
 from coordination.services import worktrees
 
 
@@ -29,7 +30,7 @@ from coordination.services import worktrees
     ),
 )
 class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
-    selector = selectors.worktrees
+    selector = runs.worktrees
     serializer_class = WorktreeSerializer
 
     @extend_schema(
@@ -60,10 +61,11 @@ class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
         "lock, its status, and whether its session is live now.",
     ),
 )
-class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.runs
+class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
+    selector = runs.runs
+    list_selector = runs.run_list
     serializer_class = RunSerializer
-    filterset_class = filtersets.RunFilter
+    filterset_class = RunFilter
 
     @extend_schema(
         summary="Dispatch a run",

@@ -1,18 +1,18 @@
 """Sessions [register_agent, heartbeat_agent, end_agent, list_active_agents]."""
 
-from django_filters.utils import translate_validation
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import filtersets, selectors
 from coordination.api import examples as x
 from coordination.api.access import key_of
-from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.base import FilteredListViewSet, parse
 from coordination.api.refusals import SESSION_ENDED, errors
 from coordination.api.serializers.sessions import SessionRegisterInput, SessionSerializer
+from coordination.filtersets import SessionFilter
+from coordination.selectors import sessions
 from coordination.services import access, agents
 
 
@@ -29,26 +29,11 @@ from coordination.services import access, agents
         description="One session, with its agent and whether it is live now (invariant 1).",
     ),
 )
-class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.sessions
+class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
+    selector = sessions.sessions
+    list_selector = sessions.session_list  # SQL, paged as a queryset
     serializer_class = SessionSerializer
-    filterset_class = filtersets.SessionFilter
-
-    def list(self, request: Request) -> Response:
-        # SQL (selectors.session_list); the FilterSet still reads and checks the query,
-        # so a bad value is the 400 every other list gives.
-        query = filtersets.SessionFilter(request.query_params)
-        if not query.is_valid():
-            raise translate_validation(query.errors)
-        chosen = query.form.cleaned_data
-        rows = selectors.session_list(
-            self.workspace,
-            live=chosen.get("live"),
-            agent=chosen.get("agent") or None,
-            role=chosen.get("role") or None,
-        )
-        page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # paged as a queryset
-        return self.get_paginated_response(SessionSerializer(page, many=True).data)
+    filterset_class = SessionFilter
 
     @extend_schema(
         summary="Register an agent session",

@@ -7,7 +7,6 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination import selectors
 from coordination.api import examples as x
 from coordination.api.base import WorkspaceViewSet, parse
 from coordination.api.serializers.webhooks import (
@@ -17,6 +16,8 @@ from coordination.api.serializers.webhooks import (
     WebhookInput,
     WebhookSerializer,
 )
+from coordination.selectors.webhooks import webhook_deliveries
+from coordination.selectors.webhooks import webhooks as listed_webhooks
 from coordination.services import webhooks
 
 SIGNED = (
@@ -46,7 +47,7 @@ ADDRESS = (
     ),
 )
 class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
-    selector = selectors.webhooks
+    selector = listed_webhooks
     serializer_class = WebhookSerializer
 
     @extend_schema(
@@ -101,8 +102,6 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
     def deliveries(self, request: Request, pk: str) -> Response:
         query = DeliveryQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        rows = selectors.webhook_deliveries(
-            self.get_object(), state=query.validated_data.get("state")
-        )
+        rows = webhook_deliveries(self.get_object(), state=query.validated_data.get("state"))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(WebhookDeliverySerializer(page, many=True).data)

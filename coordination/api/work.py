@@ -6,7 +6,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination import selectors
 from coordination.api import refusals as r
 from coordination.api.access import key_of
 from coordination.api.auth import workspace_of
@@ -17,6 +16,7 @@ from coordination.api.serializers.work import (
     StartedSerializer,
     StartWorkInput,
 )
+from coordination.selectors.issues import issue_as_shown
 from coordination.services import access, work
 
 
@@ -94,5 +94,5 @@ class FinishWorkView(APIView):
             report=dict(data["report"]) if "report" in data else None,
             fence=data.get("fence"),
         )
-        selectors.issue_as_shown(finished.issue)  # its lease and relations, as listed
+        issue_as_shown(finished.issue)  # its lease and relations, as listed
         return Response(FinishedSerializer(finished).data)

@@ -1,6 +1,5 @@
 """Sessions: register, heartbeat, end (docs/design.md invariant 1)."""
 
-from coordination import selectors
 from coordination.errors import SessionEnded
 from coordination.liveness import DbNow
 from coordination.models import (
@@ -11,6 +10,8 @@ from coordination.models import (
     ReleaseReason,
     Workspace,
 )
+from coordination.selectors import lookups
+from coordination.selectors.sessions import sessions, shown_session
 from coordination.services import access, events, file_claims, leases, sql, worktrees
 from coordination.services.projects import reference_in
 from coordination.services.rows import dialect, execute, fetchone
@@ -28,7 +29,7 @@ def register_session(
     """Open a new session; an existing agent name is reused (role etc. updated if given).
     The session records ``api_key``, the key that opened it (invariant 13)."""
     with reference_in("worktree"):
-        worktree = selectors.get_worktree(workspace, worktree_slug) if worktree_slug else None
+        worktree = lookups.get_worktree(workspace, worktree_slug) if worktree_slug else None
     with events.change():
         agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
         changed = []
@@ -40,7 +41,7 @@ def register_session(
             agent.save(update_fields=changed)
         session = AgentSession.objects.create(workspace=workspace, agent=agent, api_key=api_key)
         events.session_event(session, EventType.SESSION_REGISTERED)
-    return selectors.sessions(workspace).get(pk=session.pk)
+    return sessions(workspace).get(pk=session.pk)
 
 
 def heartbeat_session(
@@ -61,11 +62,11 @@ def heartbeat_session(
     else:
         row = fetchone(sql.shown_session(d, session_id=session_id)) if execute(beat) else None
     if row is None:
-        session = selectors.get_session(workspace, session_id, in_url=True)  # 404 if unknown
+        session = lookups.get_session(workspace, session_id, in_url=True)  # 404 if unknown
         if agent_id is not None and session.agent_id != agent_id:
             raise access.not_own_session(session_id)
         raise SessionEnded()
-    return selectors.shown_session(row)
+    return shown_session(row)
 
 
 def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
@@ -73,7 +74,7 @@ def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
 
     Ending twice is harmless; a crash is never recorded this way (invariant 7)."""
     with events.change():
-        session = selectors.get_session(workspace, session_id, in_url=True)
+        session = lookups.get_session(workspace, session_id, in_url=True)
         # Compare-and-set: of two ends of one session, one ends it and announces it.
         if AgentSession.objects.filter(pk=session.pk, status=AgentSession.Status.ACTIVE).update(
             status=AgentSession.Status.ENDED, ended_at=DbNow()
@@ -82,4 +83,4 @@ def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)
             worktrees.release_session_locks(session=session, reason=ReleaseReason.AGENT_ENDED)
             events.session_event(session, EventType.SESSION_ENDED)
-    return selectors.sessions(workspace).get(pk=session_id)
+    return sessions(workspace).get(pk=session_id)

@@ -2,13 +2,12 @@
 
 A lease's claim and release are SQL (``coordination.services.sql.leases``), as the
 file claims are: the rows come back as fully loaded instances, shown as
-``selectors.leases`` shows them (``is_live``, the agent), with no read after.
+``selectors.claims.leases`` shows them (``is_live``, the agent), with no read after.
 """
 
 from dataclasses import dataclass
 from typing import Any
 
-from coordination import selectors
 from coordination.errors import (
     InvalidInput,
     InvalidTransition,
@@ -30,6 +29,8 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
 )
+from coordination.selectors import lookups
+from coordination.selectors.sessions import is_live
 from coordination.services import events, sql
 from coordination.services.common import release_if_holder_dead
 from coordination.services.locking import (
@@ -81,7 +82,7 @@ def insert_lease_within_cap(
     *, workspace_id: int, issue: Issue, session: AgentSession, limit: int
 ) -> IssueLease | None:
     """Insert the lease iff its session is live and the project's live leases are
-    below ``limit``: the new lease as ``selectors.leases`` shows it, or None.
+    below ``limit``: the new lease as ``selectors.claims.leases`` shows it, or None.
 
     One statement: the count and the insert cannot be split by another claimer of
     this project (the project lock is held), and the partial unique index turns a
@@ -176,7 +177,7 @@ def claim_issue(
             workspace_id=workspace.pk, issue=issue, session=session, limit=limit
         )
         if lease is None:
-            if not selectors.is_live(session):
+            if not is_live(session):
                 raise SessionNotLive(f"Session {session.pk} is not live.")
             current = unreleased_lease(issue.pk)
             if current is not None:
@@ -283,8 +284,8 @@ def release_issue(
             fence=fence,
         )
         if not released:
-            issue = selectors.get_issue(workspace, issue_id)
-            session = selectors.get_session(workspace, session_id)
+            issue = lookups.get_issue(workspace, issue_id)
+            session = lookups.get_session(workspace, session_id)
             if fence is not None and lease_fence(issue.pk) != fence:
                 raise stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
@@ -303,7 +304,7 @@ def release_leases(
 ) -> list[IssueLease]:
     """Release the unreleased leases matching every filter given with ``reason``, in
     one compare-and-set statement, and announce each (``lease.released``, ``by``: who
-    took it). Returns them as ``selectors.leases`` shows them (released: not live),
+    took it). Returns them as ``selectors.claims.leases`` shows them (released: not live),
     with their agents. Call it inside ``events.change()``."""
     statement = sql.release_leases(
         dialect(),

@@ -5,7 +5,6 @@ instead of a post nobody will ever read."""
 import re
 from collections.abc import Sequence
 
-from coordination import selectors
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import (
     Agent,
@@ -16,6 +15,8 @@ from coordination.models import (
     Project,
     Workspace,
 )
+from coordination.selectors import lookups
+from coordination.selectors.messages import messages
 from coordination.services import events
 
 MAX_BODY_CHARS = 10_000
@@ -42,13 +43,13 @@ def check_scope(*, workspace: Workspace, scope: str) -> str:
         if not ISSUE_ID.fullmatch(target):
             raise InvalidInput(f"Scope {scope!r} does not name an issue id.", field="scope")
         try:
-            selectors.get_issue(workspace, int(target))
+            lookups.get_issue(workspace, int(target))
         except NotFound:  # a body's reference, not the URL's object: 400
             raise InvalidInput(f"Issue {target} does not exist.", field="scope") from None
     elif kind == "agent":
-        selectors.get_agent(workspace, target)
+        lookups.get_agent(workspace, target)
     else:
-        selectors.get_project(workspace, target)
+        lookups.get_project(workspace, target)
     return scope
 
 
@@ -77,7 +78,7 @@ def post_message(
 ) -> Message:
     """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given, else
     by ``author`` (an agent key's agent: invariant 13, the key is the actor)."""
-    session = selectors.get_session(workspace, session_id) if session_id is not None else None
+    session = lookups.get_session(workspace, session_id) if session_id is not None else None
     return record_message(
         workspace=workspace,
         scope=check_scope(workspace=workspace, scope=scope),
@@ -107,7 +108,7 @@ def record_message(
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
         )
         announce_message(message)
-    return selectors.messages(workspace).get(pk=message.pk)
+    return messages(workspace).get(pk=message.pk)
 
 
 def announce_message(message: Message) -> None:

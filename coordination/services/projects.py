@@ -6,9 +6,9 @@ from typing import Any
 
 from django.db import IntegrityError
 
-from coordination import selectors
 from coordination.errors import InvalidInput, InvalidTransition
 from coordination.models import EventType, Issue, Project, Workspace
+from coordination.selectors import lookups
 from coordination.services import events, workflow
 
 
@@ -34,7 +34,7 @@ def create_project(
     primary_worktree: str | None = None,
 ) -> Project:
     with reference_in("primary_worktree"):
-        worktree = selectors.get_worktree(workspace, primary_worktree) if primary_worktree else None
+        worktree = lookups.get_worktree(workspace, primary_worktree) if primary_worktree else None
     try:
         with events.change():
             return Project.objects.create(
@@ -52,7 +52,7 @@ def update_project(*, workspace: Workspace, project: Project, changes: dict[str,
     if "primary_worktree" in changes:
         slug = changes.pop("primary_worktree")
         with reference_in("primary_worktree"):
-            project.primary_worktree = selectors.get_worktree(workspace, slug) if slug else None
+            project.primary_worktree = lookups.get_worktree(workspace, slug) if slug else None
     for field, value in changes.items():
         setattr(project, field, value)
     try:
@@ -68,15 +68,15 @@ def resolve_issue_references(workspace: Workspace, changes: dict[str, Any]) -> d
     resolved = dict(changes)
     if "project" in resolved:
         with reference_in("project"):
-            resolved["project"] = selectors.get_project(workspace, resolved["project"])
+            resolved["project"] = lookups.get_project(workspace, resolved["project"])
     if "worktree" in resolved:
         slug = resolved["worktree"]
         with reference_in("worktree"):
-            resolved["worktree"] = selectors.get_worktree(workspace, slug) if slug else None
+            resolved["worktree"] = lookups.get_worktree(workspace, slug) if slug else None
     if "assignee" in resolved:
         name = resolved["assignee"]
         with reference_in("assignee"):
-            resolved["assignee"] = selectors.get_agent(workspace, name) if name else None
+            resolved["assignee"] = lookups.get_agent(workspace, name) if name else None
     return resolved
 
 

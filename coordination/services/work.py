@@ -18,7 +18,6 @@ lease (``released``), and ends the session (anything else it holds:
 
 from dataclasses import dataclass
 
-from coordination import selectors
 from coordination.errors import LeaseNotHeld, WipLimitReached
 from coordination.models import (
     Agent,
@@ -32,6 +31,7 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths
+from coordination.selectors import lookups
 from coordination.services import agents, events, file_claims, leases, messages, workflow
 
 
@@ -62,7 +62,7 @@ def start_work(
     api_key: ApiKey | None = None,
 ) -> Started:
     """``api_key`` opened the session (invariant 13)."""
-    issue = selectors.get_issue(workspace, issue_id)
+    issue = lookups.get_issue(workspace, issue_id)
     if paths:
         checked_paths(paths, limit=MAX_PATHS)  # a bad path is a 400 before anything starts
     # The identity outlives a failed start (it is who the logs name); its session not.
@@ -146,8 +146,8 @@ def finish_work(
 ) -> Finished:
     """With ``fence`` (the fence of the issue's lease), only while that lease is the
     issue's unreleased one: otherwise ``stale_fence`` and nothing changes."""
-    issue = selectors.get_issue(workspace, issue_id)
-    session = selectors.get_session(workspace, session_id)
+    issue = lookups.get_issue(workspace, issue_id)
+    session = lookups.get_session(workspace, session_id)
     held = IssueLease.objects.unreleased().filter(issue=issue, session=session)
     if fence is not None:
         if leases.lease_fence(issue.pk) != fence:  # lost it: say so, not "not held"
@@ -166,7 +166,7 @@ def finish_work(
             # below takes it): a claimer reclaims only while holding the issue FOR
             # SHARE, so the lease cannot change hands until this commits, and a close
             # cannot have released it before the check.
-            selectors.get_issue(workspace, issue.pk, for_update=True)
+            lookups.get_issue(workspace, issue.pk, for_update=True)
             if leases.lease_fence(issue.pk) != fence:
                 raise leases.stale_fence(issue_id=issue.pk, fence=fence)
         # The issue first (the order a close takes: issue, then its claims), so a

@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from coordination import selectors
 from coordination.errors import Forbidden, InvalidTransition
 from coordination.models import Agent, EventType, Issue, IssueLease, ReleaseReason, Workspace
+from coordination.selectors import lookups
 from coordination.services import events, file_claims, leases, messages
 
 S = Issue.Status
@@ -128,7 +128,7 @@ def transition_issue(
     ever leased (``missing: ["report"]``).
     """
     with events.change():
-        issue = selectors.get_issue(workspace, issue_id, for_update=True)
+        issue = lookups.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
         check_report(issue, to, report)
         events.record(

@@ -14,7 +14,6 @@ from typing import Any, ClassVar, TypeAlias, assert_never
 
 from django.db import IntegrityError
 
-from coordination import selectors
 from coordination.errors import (
     InvalidInput,
     RunNotRunning,
@@ -34,6 +33,8 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
+from coordination.selectors import lookups
+from coordination.selectors.runs import runs as shown_runs
 from coordination.services import events, leases, sql
 from coordination.services.common import release_if_holder_dead, release_unreleased
 from coordination.services.locking import lock_worktree
@@ -224,8 +225,8 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
     - worktree held by a live run → run ``cancelled``, lease kept (the agent
       retries on its next beat), 409 naming the holder.
     """
-    issue = selectors.get_issue(workspace, issue_id)
-    session = selectors.get_session(workspace, session_id)
+    issue = lookups.get_issue(workspace, issue_id)
+    session = lookups.get_session(workspace, session_id)
     leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
     agent = session.agent
     try:
@@ -265,7 +266,7 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
             )
     if busy is not None:
         raise busy
-    return selectors.runs(workspace).get(pk=run.pk)
+    return shown_runs(workspace).get(pk=run.pk)
 
 
 def lock_fields(lock: RunLock) -> dict[str, Any]:
@@ -363,14 +364,14 @@ def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | 
             workspace=workspace, pk=run_id, status=Run.Status.RUNNING
         ).update(status=outcome, finished_at=DbNow())
         if not finished:
-            run = selectors.get_run(workspace, run_id)  # 404 if not in the workspace
+            run = lookups.get_run(workspace, run_id)  # 404 if not in the workspace
             raise RunNotRunning(f"Run {run.pk} is {run.status}, not running.")
         locks = WorktreeLock.objects.filter(run_id=run_id)
         if fence is None:
             release_unreleased(locks, ReleaseReason.RELEASED)
         elif not release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED):
             raise stale_lock_fence(run_id=run_id, fence=fence)  # rolls the finish back
-        run = selectors.runs(workspace).get(pk=run_id)
+        run = shown_runs(workspace).get(pk=run_id)
         run_event(run, EventType.RUN_FINISHED, data={"outcome": outcome})
     return run
 

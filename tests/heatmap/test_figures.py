@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import plotly.graph_objects as go
 
-from coordination.selectors import ProjectLoad
+from coordination.selectors.dashboard import ProjectLoad
 from heatmap import figures
 from heatmap.health import DailySeries
 from heatmap.selectors import Heatmap, roll_up

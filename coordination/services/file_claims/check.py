@@ -5,10 +5,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from coordination import selectors
 from coordination.liveness import dialect
 from coordination.models import Agent, FileClaim, Workspace
 from coordination.paths import MAX_CHECK_PATHS, checked_paths, overlapping_pairs
+from coordination.selectors import lookups
 from coordination.services import sql
 from coordination.services.rows import fetchall, take
 
@@ -92,7 +92,7 @@ def check_files(*, workspace: Workspace, issue_id: int, paths: Sequence[str]) ->
     path at once), except that they are names of the tree, so ``*``, ``?`` and ``[``
     are characters there (``literal``).
     """
-    issue = selectors.get_issue(workspace, issue_id)
+    issue = lookups.get_issue(workspace, issue_id)
     wanted = checked_paths(paths, limit=MAX_CHECK_PATHS, literal=True)
     held = [
         found.claim

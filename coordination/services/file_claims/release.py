@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 from typing import Any
 
-from coordination import selectors
 from coordination.models import AgentSession, Issue, ReleaseReason, Workspace
 from coordination.paths import MAX_PATHS, checked_paths
+from coordination.selectors import lookups
 from coordination.services import events, sql
 from coordination.services.rows import dialect, fetchall
 
@@ -72,9 +72,9 @@ def release_files(
             paths=wanted,
         )
     if not released:
-        selectors.get_issue(workspace, issue_id)
+        lookups.get_issue(workspace, issue_id)
         if session_id is not None:
-            selectors.get_session(workspace, session_id)
+            lookups.get_session(workspace, session_id)
     return released
 
 

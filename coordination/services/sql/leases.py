@@ -60,7 +60,7 @@ def share_claimed_issue(
 
 def unreleased_lease(d: Dialect, *, issue_id: int) -> Statement:
     """The issue's unreleased lease (one at most, invariant 2), whether its holder is
-    live (invariant 1) and its agent: what ``selectors.leases`` shows of it."""
+    live (invariant 1) and its agent: what ``selectors.claims.leases`` shows of it."""
     return (
         f"SELECT {columns(LEASE, 'l')}, {d.live('s')}, {columns(AGENT, 'a')}"
         f" FROM {LEASE} l LEFT JOIN {SESSION} s ON s.id = l.session_id"

@@ -4,10 +4,10 @@ returns the session as the list shows it."""
 import pytest
 from django.test import override_settings
 
-from coordination import selectors
 from coordination.api.serializers import SessionSerializer
 from coordination.errors import SessionEnded
 from coordination.models import Agent, AgentSession, IssueLease, ReleaseReason, Worktree
+from coordination.selectors.sessions import is_live, live_sessions, sessions
 from coordination.services import agents, leases
 from tests.conftest import expire
 
@@ -16,23 +16,23 @@ pytestmark = pytest.mark.django_db
 
 def test_new_session_is_live_and_listed(workspace, make_session):
     session = make_session("coder-1", role="engineer")
-    assert selectors.is_live(session)
-    assert list(selectors.live_sessions(workspace)) == [session]
+    assert is_live(session)
+    assert list(live_sessions(workspace)) == [session]
 
 
 def test_session_past_ttl_is_not_listed_live(workspace, make_session):
     live, stale = make_session("a"), make_session("b")
     expire(stale)
-    assert list(selectors.live_sessions(workspace)) == [live]
-    assert not selectors.is_live(stale)
+    assert list(live_sessions(workspace)) == [live]
+    assert not is_live(stale)
 
 
 def test_liveness_uses_the_ttl_setting(workspace, make_session):
     session = make_session()
     expire(session, seconds_past_ttl=-60)  # 60 s younger than the default TTL
-    assert selectors.is_live(session)
+    assert is_live(session)
     with override_settings(PROJEKTOR_SESSION_TTL_SECONDS=30):
-        assert not selectors.is_live(session)
+        assert not is_live(session)
 
 
 def test_registering_an_existing_name_reuses_the_agent(workspace, make_session):
@@ -107,7 +107,7 @@ def test_heartbeat_returns_the_session_as_listed(workspace, make_session):
     session.agent.role = "builder"
     session.agent.save()
     beaten = agents.heartbeat_session(workspace=workspace, session_id=session.pk)
-    listed = selectors.sessions(workspace).get(pk=session.pk)
+    listed = sessions(workspace).get(pk=session.pk)
     assert SessionSerializer(beaten).data == SessionSerializer(listed).data
     assert SessionSerializer(beaten).data["worktree"] == "main"
     assert beaten.is_live is True

@@ -4,7 +4,6 @@ from typing import Any
 
 import pytest
 
-from coordination import selectors
 from coordination.api.serializers import (
     ClaimedFilesSerializer,
     FieldsBoundOnce,
@@ -14,6 +13,7 @@ from coordination.api.serializers import (
     SessionSerializer,
 )
 from coordination.models import IssueLease
+from coordination.selectors import claims, issues, sessions
 from coordination.services import file_claims, leases
 from tests.api_helpers import V1, assert_error, post
 from tests.coordination.conftest import claim_lease, dispatch_run, state
@@ -78,9 +78,9 @@ def test_fields_bound_once_render_as_drf_does(workspace, issue, make_session):
         workspace=workspace, issue_id=issue.pk, paths=["a", "b"], session_id=session.pk
     )
     cases = [
-        (SessionSerializer, selectors.sessions(workspace).get(pk=session.pk)),
-        (LeaseSerializer, selectors.leases(workspace).get(pk=lease.pk)),
-        (IssueSerializer, selectors.issues(workspace).get(pk=issue.pk)),
+        (SessionSerializer, sessions.sessions(workspace).get(pk=session.pk)),
+        (LeaseSerializer, claims.leases(workspace).get(pk=lease.pk)),
+        (IssueSerializer, issues.issues(workspace).get(pk=issue.pk)),
         (FileClaimSerializer, claimed.claims[0]),
         (ClaimedFilesSerializer, claimed),
     ]

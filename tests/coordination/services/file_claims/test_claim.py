@@ -2,7 +2,6 @@
 
 import pytest
 
-from coordination import selectors
 from coordination.api.serializers import FileClaimSerializer
 from coordination.errors import (
     FileConflict,
@@ -20,6 +19,7 @@ from coordination.models import (
     Project,
     ReleaseReason,
 )
+from coordination.selectors import claims
 from coordination.services import agents, file_claims, leases, workflow
 from coordination.services.file_claims import claim as claiming
 from tests.conftest import expire
@@ -391,7 +391,7 @@ def test_claims_come_back_as_the_orm_reads_them(workspace, issue, make_session):
         session_id=session.pk,
     )
     for result in (claimed, again):
-        stored = {c.pk: c for c in selectors.file_claims(workspace)}
+        stored = {c.pk: c for c in claims.file_claims(workspace)}
         assert [c.path for c in result.claims] == sorted(c.path for c in result.claims)
         for claim in result.claims:
             orm = stored[claim.pk]
