@@ -26,7 +26,7 @@ reads transition tables, so every update of these tables runs it; their updates 
 releases (and ``seed_demo``'s re-anchoring). SQLite runs two short statements per
 counted row.
 
-Changing this SQL needs a migration that installs it again (``triggers.install``).
+Changing this SQL needs a migration that carries it and installs it (``triggers``).
 """
 
 from collections.abc import Iterator

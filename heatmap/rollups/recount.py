@@ -6,7 +6,7 @@ triggers keep them exact from then on."""
 from django.db import connection, transaction
 
 from heatmap.models import DayCount, RollupDay, RollupKey
-from heatmap.rollups import day_counts, triggers
+from heatmap.rollups import day_counts
 from heatmap.rollups.triggers import DAYS, ISSUES, KEYS, SOURCES, Source
 
 COUNTED = "heatmap_recount"  # a temporary table: one source's events per key and day
@@ -58,12 +58,11 @@ def recount(workspace_id: int | None = None) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         RollupDay.objects.filter(key__in=keys).delete()
         keys.delete()
-        if triggers.day_counts_exist(connection):
-            counts = DayCount.objects.all()
-            if workspace_id is not None:
-                counts = counts.filter(workspace_id=workspace_id)
-            counts.delete()
-            day_counts.recount(cursor, workspace_id)
+        counts = DayCount.objects.all()
+        if workspace_id is not None:
+            counts = counts.filter(workspace_id=workspace_id)
+        counts.delete()
+        day_counts.recount(cursor, workspace_id)
         for source in SOURCES:
             # Counted once, then analysed: the joins below are planned on true sizes.
             cursor.execute(f"CREATE TEMPORARY TABLE {COUNTED} AS {_per_day(source, where)}", params)

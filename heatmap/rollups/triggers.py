@@ -38,7 +38,10 @@ so releases cost nothing.
 A project is counted as the issue's project when the event was written; moving an
 issue to another project later leaves its past events where they were counted.
 
-Changing this SQL needs a migration that installs it again (``install``).
+Changing this SQL needs a migration that carries the new SQL as a literal and installs
+it (as heatmap 0005 does): a migration never calls this module, so a database is left
+with the SQL of its last migration, and ``tests/heatmap/test_migration_triggers.py``
+fails until the migration is there.
 """
 
 from collections.abc import Iterator
@@ -340,25 +343,19 @@ def dropping(vendor: str) -> list[str]:
 
 
 def install(connection: BaseDatabaseWrapper) -> None:
-    """(Re)create every trigger on ``connection``'s database: the heatmap's and, from
-    heatmap 0004 on, the health page's day counts' (``day_counts``)."""
+    """(Re)create every trigger on ``connection``'s database: the heatmap's and the
+    health page's day counts' (``day_counts``)."""
     with connection.cursor() as cursor:
-        for statement in dropping(connection.vendor) + creating(connection.vendor):
+        for statement in (
+            dropping(connection.vendor)
+            + creating(connection.vendor)
+            + day_counts.dropping(connection.vendor)
+            + day_counts.creating(connection.vendor)
+        ):
             cursor.execute(statement)
-        if day_counts_exist(connection):
-            for statement in day_counts.dropping(connection.vendor) + day_counts.creating(
-                connection.vendor
-            ):
-                cursor.execute(statement)
 
 
 def uninstall(connection: BaseDatabaseWrapper) -> None:
     with connection.cursor() as cursor:
         for statement in dropping(connection.vendor) + day_counts.dropping(connection.vendor):
             cursor.execute(statement)
-
-
-def day_counts_exist(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the day counts' table is there yet (migrations before 0004 install
-    these triggers too)."""
-    return day_counts.COUNTS in connection.introspection.table_names()
