@@ -6,7 +6,6 @@ from typing import Any
 import django_filters as filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Left
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
@@ -24,7 +23,7 @@ from coordination.models import (
     Run,
     WipCapDenial,
 )
-from coordination.paths import ancestors, normalise_path, normalise_prefix
+from coordination.paths import ancestors, normalise_path, under_prefix
 
 
 class StrictBooleanField(forms.Field):
@@ -149,16 +148,6 @@ class RunFilter(filters.FilterSet):
 
 
 # --- file claims, the contention log, messages -----------------------------------
-
-
-def under_prefix(queryset: QuerySet[Any], field: str, raw: str) -> QuerySet[Any]:
-    """Paths equal to the normalised prefix or below it, by whole segments (``src``
-    holds ``src/a.py``, not ``srcs/b.py``); ``src`` and ``src/`` select alike, the
-    directory claim ``src/`` included. Compared with ``Left`` rather than LIKE, which
-    SQLite folds to case-insensitive."""
-    prefix = normalise_prefix(raw)
-    head = Left(field, len(prefix) + 1)
-    return queryset.alias(path_head=head).filter(Q(**{field: prefix}) | Q(path_head=f"{prefix}/"))
 
 
 class PathFilterSet(filters.FilterSet):

@@ -32,13 +32,21 @@ nor ``src/api`` (a file of that name). The database finds the same sets with ind
 range scans: a directory ``d/`` holds exactly the strings ``s`` with
 ``'d/' < s < 'd0'`` in byte order (``'0'`` is the byte after ``'/'``; see
 ``subtree_bounds``), and the directories that hold a path are its ``ancestors``.
+
+Every reader of the rule takes its pieces from here: the claim statements
+(``overlap_probes``, ``lock_nodes``), the list filters and the heatmap
+(``under_prefix``, ``head``).
 """
 
 import bisect
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coordination.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
 
 MAX_PATH_BYTES = 1024
 MAX_PATHS = 100  # per claim or release
@@ -120,22 +128,42 @@ def checked_paths(paths: Sequence[str], *, limit: int, literal: bool = False) ->
 def normalise_prefix(raw: str) -> str:
     """A prefix filter's value (``?path_prefix=``, the heatmap's ``prefix``): spelled
     like the paths it selects, with or without its trailing ``/``; literal."""
-    return normalise_path(raw, literal=True).rstrip("/")
+    return normalise_path(raw, literal=True).rstrip(SEPARATOR)
 
 
 # --- the overlap rule (invariant 11) ----------------------------------------------------
 
 
+SEPARATOR = "/"
+
+
 def is_directory(path: str) -> bool:
     """A normalised path names a directory claim iff it ends in ``/``."""
-    return path.endswith("/")
+    return path.endswith(SEPARATOR)
+
+
+def as_directory(prefix: str) -> str:
+    """The directory a prefix names (``src`` → ``src/``): what every path under it
+    starts with, segment for segment."""
+    return prefix.rstrip(SEPARATOR) + SEPARATOR
+
+
+def segments(path: str) -> list[str]:
+    """The segments of a normalised path; a directory's trailing ``/`` is not one."""
+    return path.rstrip(SEPARATOR).split(SEPARATOR)
+
+
+def head(path: str, count: int) -> str:
+    """The first ``count`` segments: ``head("a/b/c", 2) == "a/b"``, and a directory
+    keeps no trailing ``/`` (``head("a/b/", 3) == "a/b"``)."""
+    return SEPARATOR.join(path.split(SEPARATOR)[:count]).rstrip(SEPARATOR)
 
 
 def ancestors(path: str) -> list[str]:
     """The directories strictly above a normalised path, outermost first:
     ``a/b/c.py`` and ``a/b/c/`` both have ``["a/", "a/b/"]``."""
-    segments = path.rstrip("/").split("/")
-    return ["/".join(segments[:end]) + "/" for end in range(1, len(segments))]
+    names = segments(path)
+    return [as_directory(SEPARATOR.join(names[:end])) for end in range(1, len(names))]
 
 
 def subtree_bounds(directory: str) -> tuple[str, str]:
@@ -147,13 +175,28 @@ def subtree_bounds(directory: str) -> tuple[str, str]:
     return directory, directory[:-1] + "0"
 
 
+def lies_under(path: str, directory: str) -> bool:
+    """``path`` is ``directory`` or lies below it, by whole segments (``directory``
+    ends in ``/``: ``src/api/`` holds ``src/api/v2/x.py``, not ``src/apiv2.py``)."""
+    return path.startswith(directory)
+
+
 def overlaps(first: str, second: str) -> bool:
     """Two normalised claims overlap: equal, or one a directory the other lies under."""
     if first == second:
         return True
-    if is_directory(first) and second.startswith(first):
+    if is_directory(first) and lies_under(second, first):
         return True
-    return is_directory(second) and first.startswith(second)
+    return is_directory(second) and lies_under(first, second)
+
+
+def overlap_probes(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """How an index finds the claims that overlap ``paths``: ``exact``, the paths and
+    every directory above one (equality), and the ``subtree_bounds`` of each
+    requested directory (one range scan each)."""
+    wanted = sorted(set(paths))
+    exact = sorted({*wanted, *(above for path in wanted for above in ancestors(path))})
+    return exact, [subtree_bounds(path) for path in wanted if is_directory(path)]
 
 
 def meeting_point(first: str, second: str) -> str:
@@ -193,3 +236,21 @@ def overlapping_pairs(requested: Iterable[str], held: Iterable[str]) -> list[tup
             for below in wanted[start : bisect.bisect_left(wanted, high, lo=start)]:
                 pairs.add((below, path))
     return sorted(pairs)
+
+
+# --- the rule in a query ------------------------------------------------------------------
+
+
+def under_prefix(queryset: "QuerySet[Any]", field: str, raw: str) -> "QuerySet[Any]":
+    """The rows whose ``field`` is the normalised prefix or lies below it, by whole
+    segments (``src`` holds ``src/a.py``, not ``srcs/b.py``); ``src`` and ``src/``
+    select alike, the directory claim ``src/`` included. Compared with ``Left``
+    rather than LIKE, which SQLite folds to case-insensitive."""
+    # Imported here: the statement builders import this module and run without Django.
+    from django.db.models import Q
+    from django.db.models.functions import Left
+
+    prefix = normalise_prefix(raw)
+    directory = as_directory(prefix)
+    starts = Left(field, len(directory))
+    return queryset.alias(path_head=starts).filter(Q(**{field: prefix}) | Q(path_head=directory))

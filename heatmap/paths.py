@@ -7,7 +7,8 @@ registered on each new connection.
 
 A directory claim (``src/api/``, invariant 11) counts once, at its directory: its
 head never keeps the trailing ``/`` (``src/api``), so it lands on the directory's
-node, and being longer than its head it marks that node a directory.
+node, and being longer than its head it marks that node a directory. The segments
+are cut as ``coordination.paths.head`` cuts them.
 """
 
 from typing import Any
@@ -17,13 +18,10 @@ from django.db.backends.signals import connection_created
 from django.db.models import CharField, Func
 from django.dispatch import receiver
 
+from coordination.paths import SEPARATOR
+from coordination.paths import head as path_head
+
 SQLITE_FUNCTION = "projektor_path_head"
-
-
-def path_head(path: str, segments: int) -> str:
-    """The first ``segments`` segments: ``path_head("a/b/c", 2) == "a/b"``; a
-    directory's trailing ``/`` is not a segment (``path_head("a/b/", 3) == "a/b"``)."""
-    return "/".join(path.split("/", segments)[:segments]).rstrip("/")
 
 
 def _sqlite_path_head(path: str | None, segments: int) -> str | None:
@@ -51,8 +49,10 @@ class PathHead(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         path_sql, params = compiler.compile(self.source_expressions[0])
-        cut = f"array_to_string((string_to_array({path_sql}, '/'))[1:{self.segments}], '/')"
-        sql = f"rtrim({cut}, '/')"
+        # coordination.paths.head, in SQL: split, keep the first segments, join.
+        sep = f"'{SEPARATOR}'"
+        cut = f"array_to_string((string_to_array({path_sql}, {sep}))[1:{self.segments}], {sep})"
+        sql = f"rtrim({cut}, {sep})"
         return sql, params
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from django.db.models import QuerySet
 
-from coordination.filtersets import under_prefix
 from coordination.models import ClaimConflict, FileClaim, Project, Workspace
+from coordination.paths import under_prefix
 
 Mode = Literal["claims", "contention"]
 

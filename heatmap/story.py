@@ -28,7 +28,6 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Coalesce, RowNumber
 
-from coordination.filtersets import under_prefix
 from coordination.liveness import live_q
 from coordination.models import (
     Agent,
@@ -43,6 +42,7 @@ from coordination.models import (
     Run,
     Workspace,
 )
+from coordination.paths import under_prefix
 from coordination.selectors.dashboard import count_of
 from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups import outside_days, whole_days

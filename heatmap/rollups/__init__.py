@@ -33,8 +33,8 @@ from django.db.models import (
     When,
 )
 
-from coordination.filtersets import under_prefix
 from coordination.models import Project, Workspace
+from coordination.paths import under_prefix
 from heatmap import raw
 from heatmap.models import RollupKey
 

@@ -18,14 +18,19 @@ from hypothesis import strategies as st
 from coordination.errors import InvalidInput
 from coordination.paths import (
     ancestors,
+    as_directory,
+    head,
     is_directory,
     lock_nodes,
     meeting_point,
     normalise_path,
+    normalise_prefix,
+    overlap_probes,
     overlapping_pairs,
     overlaps,
     subtree_bounds,
 )
+from coordination.paths import segments as path_segments
 
 # Few letters, so that names share prefixes: "a" and "ab", "api" and "apiv2".
 segment = st.sampled_from(["a", "ab", "b", "api", "apiv2", "api.py", "a0", "a-", "é", "a.b"])
@@ -134,6 +139,41 @@ def test_a_subtree_is_exactly_its_byte_range(scene, tail):
             inside = low < path < high
             assert inside == (path.startswith(directory) and path != directory), (directory, path)
             assert inside == (low.encode() < path.encode() < high.encode())
+
+
+@settings(max_examples=300)
+@given(scenes())
+def test_the_probes_find_exactly_the_overlapping_claims(scene):
+    """What the claim statements look up (equality on ``exact``, a range per requested
+    directory) finds a held claim iff it overlaps a requested path."""
+    _, claims = scene
+    paths = [normalise_path(raw) for _, _, raw in claims]
+    half = len(paths) // 2
+    requested, held = paths[:half] or paths[:1], paths[half:]
+    exact, bounds = overlap_probes(requested)
+    for path in held:
+        found = path in exact or any(low < path < high for low, high in bounds)
+        assert found == any(overlaps(r, path) for r in requested), (requested, path)
+
+
+@settings(max_examples=200)
+@given(scenes())
+def test_a_prefix_holds_what_lies_under_its_directory(scene):
+    """``under_prefix``'s test (the prefix, or anything that starts with its
+    directory) selects a path iff its segments begin with the prefix's."""
+    tree, claims = scene
+    candidates = {"/".join(f) for f in tree} | {normalise_path(raw) for _, _, raw in claims}
+    for _, _, raw in claims:
+        prefix = normalise_prefix(raw)
+        directory, names = as_directory(prefix), path_segments(prefix)
+        for path in candidates:
+            selected = path == prefix or path.startswith(directory)
+            assert selected == (path_segments(path)[: len(names)] == names), (prefix, path)
+
+
+def test_a_head_is_the_first_segments_without_a_trailing_slash():
+    assert head("a/b/c.py", 2) == "a/b" and head("a/b/", 3) == "a/b" == head("a/b/", 2)
+    assert head("a.py", 4) == "a.py" and as_directory("src") == "src/" == as_directory("src/")
 
 
 @settings(max_examples=300)

@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coordination.paths import ancestors, is_directory, subtree_bounds
+from coordination.paths import overlap_probes
 from coordination.services.sql.base import (
     AGENT,
     CLAIM,
@@ -32,9 +32,7 @@ class Overlap:
 
 
 def overlap_of(paths: Iterable[str]) -> Overlap:
-    wanted = sorted(set(paths))
-    exact = sorted({*wanted, *(above for path in wanted for above in ancestors(path))})
-    bounds = [subtree_bounds(path) for path in wanted if is_directory(path)]
+    exact, bounds = overlap_probes(paths)
     return Overlap(exact=exact, lows=[low for low, _ in bounds], highs=[high for _, high in bounds])
 
 
