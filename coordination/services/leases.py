@@ -31,8 +31,7 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, sql
-from coordination.services.common import release_if_holder_dead
+from coordination.services import events, reclaim, sql
 from coordination.services.locking import (
     lock_project,
     share_issue_nowait,
@@ -158,8 +157,8 @@ def claim_issue(
     lease comes back from the insert. Only a claim the insert refused reads on, to
     say why: the session is not live, it holds the lease already (200), another live
     session holds it, or the WIP cap. A dead holder's lease is reclaimed ``expired``
-    in this call and the insert tried again. A WIP refusal is raised only after the
-    transaction commits, so its denial row survives.
+    in this call and the insert tried again (``reclaim``). A WIP refusal is raised
+    only after the transaction commits, so its denial row survives.
     A new lease makes its agent the issue's assignee if it has none (``assign``;
     start_work assigns later in its own transaction, ``coordination.services.locking``
     says why); an assignee read under the share stays until the commit, so an issue
@@ -173,43 +172,25 @@ def claim_issue(
         issue, session, limit = claimer.issue, claimer.session, project.agent_wip_limit
         if issue.status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
-        lease = insert_lease_within_cap(
-            workspace_id=workspace.pk, issue=issue, session=session, limit=limit
-        )
-        if lease is None:
-            if not is_live(session):
-                raise SessionNotLive(f"Session {session.pk} is not live.")
-            current = unreleased_lease(issue.pk)
-            if current is not None:
-                if current.session_id == session.pk:
-                    return Claimed(lease=current, created=False)
-                if current.is_live:  # type: ignore[attr-defined]
-                    raise lease_held(current)
-                # A dead holder's lease is reclaimed. If that finds nothing to release,
-                # its holder either came back (the insert below meets its unreleased
-                # lease: lease_held) or released it itself (e.g. with its fence) since
-                # we looked: then the issue is free, and this claim takes it with the
-                # next fence.
-                if release_if_holder_dead(current):
-                    events.lease_released(
-                        current,
-                        reason=ReleaseReason.EXPIRED,
-                        project_id=issue.project_id,
-                        by=events.holder(session.pk, session.agent.name),
-                    )
-            # Once more: after a reclaim; or the lease the insert met was released
-            # since (a release takes no project lock), so the issue is free; or it was
-            # the cap, which this insert meets again.
-            lease = insert_lease_within_cap(
-                workspace_id=workspace.pk, issue=issue, session=session, limit=limit
+
+        def attempt(number: int) -> Claimed | None:
+            return take_lease(
+                workspace_id=workspace.pk,
+                issue=issue,
+                session=session,
+                limit=limit,
+                first=number == 0,
             )
-        if lease is None:
-            if (winner := unreleased_lease(issue.pk)) is not None:  # the index said no
-                raise lease_held(winner)
+
+        claimed = reclaim.attempts(attempt, exhausted=lambda: held_or_capped(issue.pk))
+        if claimed is None:
             record_denial(
                 workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
             )
+        elif not claimed.created:
+            return claimed
         else:
+            lease = claimed.lease
             events.record(
                 workspace.pk,
                 EventType.LEASE_GRANTED,
@@ -222,11 +203,51 @@ def claim_issue(
             if assign and issue.assignee_id is None:
                 # Last: it turns the issue's share into a row lock, held only to the commit.
                 assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
-    if lease is None:
+    if claimed is None:
         raise WipLimitReached(
             f"Project {project.key} already has {limit} live leases.", limit=limit
         )
-    return Claimed(lease=lease, created=True)
+    return claimed
+
+
+def take_lease(
+    *, workspace_id: int, issue: Issue, session: AgentSession, limit: int, first: bool
+) -> Claimed | None:
+    """One attempt of ``claim_issue``: the insert and, if it refused, why (``reclaim``
+    gives the attempts). None: the WIP cap refused it."""
+    lease = insert_lease_within_cap(
+        workspace_id=workspace_id, issue=issue, session=session, limit=limit
+    )
+    if lease is not None:
+        return Claimed(lease=lease, created=True)
+    if first and not is_live(session):  # the insert judged it; asked once why it refused
+        raise SessionNotLive(f"Session {session.pk} is not live.")
+    current = unreleased_lease(issue.pk)
+    if current is None:
+        # The cap, or the lease the insert met was released since (a release takes no
+        # project lock): a second insert tells them apart, meeting the cap again.
+        if first:
+            raise reclaim.Retry
+        return None
+    if current.session_id == session.pk:
+        return Claimed(lease=current, created=False)
+    if not current.is_live:  # type: ignore[attr-defined]
+        reclaim.clear_the_way(
+            current,
+            reclaimed=lambda: events.lease_released(
+                current,
+                reason=ReleaseReason.EXPIRED,
+                project_id=issue.project_id,
+                by=events.holder(session.pk, session.agent.name),
+            ),
+        )
+    raise lease_held(current)
+
+
+def held_or_capped(issue_id: int) -> None:
+    """After the last attempt: ``lease_held`` if a lease is in the way, else the cap."""
+    if (winner := unreleased_lease(issue_id)) is not None:
+        raise lease_held(winner)
 
 
 def assign_if_unassigned(*, issue_id: int, agent_id: int) -> bool:

@@ -35,8 +35,8 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.runs import runs as shown_runs
-from coordination.services import events, leases, sql
-from coordination.services.common import release_if_holder_dead, release_unreleased
+from coordination.services import events, leases, reclaim, sql
+from coordination.services.common import release_unreleased
 from coordination.services.locking import lock_worktree
 from coordination.services.rows import dialect, fetchone
 
@@ -179,29 +179,27 @@ def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> Busy | None:
     """Lock ``worktree`` for ``run``: None on success, else who holds it.
 
     A dead holder's lock is reclaimed ``expired`` in this call (invariant 4), then
-    the insert is tried again. Each retry follows a lock released between our
-    statements; after a few, the worktree is plainly contended and we report it
-    busy rather than spin.
+    the insert is tried again (``reclaim``); once the attempts are spent, the
+    worktree is plainly contended and is reported busy rather than spun on.
     """
-    assert run.session_id is not None  # a dispatched run always has its session
-    for _ in range(3):
+    session_id = run.session_id
+    assert session_id is not None  # a dispatched run always has its session
+
+    def attempt(number: int) -> Busy | None:
         if insert_lock(
             workspace_id=run.workspace_id,
             worktree_id=worktree.pk,
-            session_id=run.session_id,
+            session_id=session_id,
             run_id=run.pk,
         ):
             return None
         holder = current_lock(worktree)
-        # Nothing reclaimed: the holder is live, or it released the lock itself (e.g.
-        # finished its run with its fence) since we looked, and then we retry.
-        if (
-            holder is not None
-            and not release_if_holder_dead(holder)
-            and WorktreeLock.objects.filter(pk=holder.pk, released_at__isnull=True).exists()
-        ):
-            return Busy(holder=holder)
-    return Busy(holder=current_lock(worktree))
+        if holder is None:  # released since the insert met it
+            raise reclaim.Retry
+        reclaim.clear_the_way(holder)
+        return Busy(holder=holder)
+
+    return reclaim.attempts(attempt, exhausted=lambda: Busy(holder=current_lock(worktree)))
 
 
 def describe_holder(lock: WorktreeLock | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ the paths and their issues, then the overlapping holders' rows
 conflict log, commit, then raise), or reclaim dead holders, override (``force``) and
 insert the rest with ``ON CONFLICT DO NOTHING``. An insert that returns no row means
 someone the locks do not cover got there first: the whole attempt is rolled back and
-retried, a bounded number of times, and then reported as a conflict — never a
+retried, within ``reclaim``'s budget, and then reported as a conflict — never a
 partial claim, never an ``IntegrityError``.
 
 **Why two overlapping claims of different issues can never both be held.** The
@@ -59,7 +59,7 @@ many claims are held elsewhere (``tests/coordination/api/query_counts.py``).
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from coordination.errors import (
     FileConflict,
@@ -78,12 +78,11 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
-from coordination.services import events, leases, locking, messages, sql
+from coordination.services import events, leases, locking, messages, reclaim, sql
 from coordination.services.file_claims.check import Holder, overlapping_claims
 from coordination.services.file_claims.release import release_claims
 from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
-MAX_ATTEMPTS = 4
 # A 409 (and its claims.refused event) lists this many conflicts, then counts the rest
 # in ``conflicts_total``; the conflict log keeps every one.
 MAX_CONFLICTS_SHOWN = 100
@@ -103,10 +102,6 @@ class ClaimedFiles:
 @dataclass(frozen=True)
 class _Refused:
     pairs: list[Pair]
-
-
-class _Raced(Exception):
-    """Another transaction changed a requested path under this attempt; roll it back."""
 
 
 class ClaimRefused(FileConflict):
@@ -278,9 +273,10 @@ def claim_files(
     """
     issue = existing_issue(workspace, issue_id)
     wanted = checked_paths(paths, limit=MAX_PATHS)
-    for _ in range(MAX_ATTEMPTS):
+
+    def attempt(number: int) -> ClaimedFiles | _Refused:
         try:
-            outcome = _attempt(
+            return _attempt(
                 workspace=workspace,
                 issue=issue,
                 session_id=session_id,
@@ -288,16 +284,19 @@ def claim_files(
                 force=force,
                 fence=fence,
             )
-        except _Raced:
-            continue
         except locking.IssueLocked:  # see locking: a fenced claim met a close
             locking.wait_for_issue(issue.pk)
-            continue
-        if isinstance(outcome, _Refused):
-            raise file_conflict(outcome.pairs, requested=len(wanted))
-        return outcome
-    # Each retry follows a path that changed hands under us; after a few, the caller
-    # gets the holders as they stand rather than an unbounded wait.
+            raise reclaim.Retry from None
+
+    outcome = reclaim.attempts(attempt, exhausted=lambda: changed_hands(workspace, issue, wanted))
+    if isinstance(outcome, _Refused):
+        raise file_conflict(outcome.pairs, requested=len(wanted))
+    return outcome
+
+
+def changed_hands(workspace: Workspace, issue: Issue, wanted: list[str]) -> NoReturn:
+    """Once the attempts are spent (each followed a path that changed hands under it):
+    the holders as they stand, rather than an unbounded wait."""
     current = [
         found.claim
         for found in overlapping_claims(workspace.pk, wanted, lock=False)
@@ -365,7 +364,7 @@ def _attempt(
                 )
             )
             if len(reclaimed) != len(dead):
-                raise _Raced  # revived by a heartbeat since we looked
+                raise reclaim.Retry  # revived by a heartbeat since we looked
             released = [sql.ReleasedClaim(*row[:5]) for row in reclaimed]
             events.claims_released(workspace.pk, released, reason=ReleaseReason.EXPIRED, by=taker)
         if contested:
@@ -376,7 +375,7 @@ def _attempt(
                 by=taker,
             )
             if len(overridden) != len(contested):
-                raise _Raced
+                raise reclaim.Retry
             messages.announce_override(
                 workspace=workspace,
                 issue_id=issue.pk,
@@ -392,7 +391,7 @@ def _attempt(
             workspace_id=workspace.pk, issue_id=issue.pk, session=session, paths=fresh
         )
         if len(inserted) != len(fresh):
-            raise _Raced  # a path was taken after our locks: roll back the whole attempt
+            raise reclaim.Retry  # a path was taken after our locks: roll back the whole attempt
         if inserted:
             events.record(
                 workspace.pk,

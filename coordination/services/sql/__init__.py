@@ -79,6 +79,7 @@ from coordination.services.sql.leases import (
     share_claimed_issue,
     share_issue_nowait,
     unreleased_lease,
+    unreleased_row,
     workspace_issue,
 )
 from coordination.services.sql.queue import Queue, queue_count, queue_page, queue_window
@@ -178,5 +179,6 @@ __all__ = [
     "shown_session",
     "shown_session_columns",
     "unreleased_lease",
+    "unreleased_row",
     "workspace_issue",
 ]

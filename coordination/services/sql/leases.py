@@ -141,23 +141,25 @@ def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
     )
 
 
-def release_if_holder_dead(
-    d: Dialect, *, table: str, row_id: int, sessionless_is_dead: bool, reason: str
-) -> Statement:
-    """Invariant 4: compare-and-set release of a lease, claim or worktree lock iff its
-    holder session is not live; 0 rows means it is live (or revived), or someone else
-    released it first."""
-    sessionless = "session_id IS NULL OR" if sessionless_is_dead else "session_id IS NOT NULL AND"
+def release_if_holder_dead(d: Dialect, *, table: str, row_id: int, reason: str) -> Statement:
+    """Invariant 4: compare-and-set release of a lease or worktree lock iff its holder
+    session is not live (a row whose session is gone has no holder); 0 rows means it
+    is live (or revived), or someone else released it first."""
     return (
         f"""
         UPDATE {table} SET released_at = {d.now()}, release_reason = %s
         WHERE id = %s AND released_at IS NULL
-          AND ({sessionless} NOT EXISTS (
+          AND (session_id IS NULL OR NOT EXISTS (
                 SELECT 1 FROM {SESSION} s
                 WHERE s.id = {table}.session_id AND {d.live("s")}))
         """,
         [reason, row_id],
     )
+
+
+def unreleased_row(*, table: str, row_id: int) -> Statement:
+    """A row (``1``) iff the lease or worktree lock ``row_id`` is still unreleased."""
+    return f"SELECT 1 FROM {table} WHERE id = %s AND released_at IS NULL", [row_id]
 
 
 def release_leases(
