@@ -49,14 +49,6 @@ def live_q(prefix: str = "") -> Q:
 
 
 def dialect() -> Dialect:
+    """The raw-SQL form's dialect: ``dialect().live(alias)`` is the predicate, and
+    ``dialect().now()`` the clock, in the statements of ``coordination.services.sql``."""
     return Dialect(connection.vendor, int(settings.PROJEKTOR_SESSION_TTL_SECONDS))
-
-
-def live_session_sql(alias: str) -> str:
-    """The same predicate as SQL, for raw statements (``coordination.services.sql``)."""
-    return dialect().live(alias)
-
-
-def db_now_sql() -> str:
-    """SQL for the database's current time, for parameterised statements."""
-    return dialect().now()

@@ -131,18 +131,6 @@ def session_event(session: AgentSession, type: str) -> None:
     record(session.workspace_id, type, session_id=session.pk, agent_id=session.agent_id)
 
 
-def lease_granted(lease: IssueLease, *, project_id: int) -> None:
-    record(
-        lease.workspace_id,
-        EventType.LEASE_GRANTED,
-        project_id=project_id,
-        issue_id=lease.issue_id,
-        session_id=lease.session_id,
-        agent_id=lease.agent_id,
-        data={"lease": lease.pk, "fence": lease.fence},
-    )
-
-
 def lease_released(
     lease: IssueLease, *, reason: str, project_id: int | None, by: dict[str, Any] | None = None
 ) -> None:
