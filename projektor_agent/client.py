@@ -138,7 +138,14 @@ def answer_error(
     return UsageError(detail, body=body, http_status=status)
 
 
-def describe(body: Any) -> str:
+def for_issue(error: CommandError, issue: int) -> CommandError:
+    """The error again, its holder named as the holder of ``issue``."""
+    if isinstance(error.body, dict) and isinstance(error.body.get("holder"), dict):
+        error.message = describe(error.body, issue)
+    return error
+
+
+def describe(body: Any, issue: Any = None) -> str:
     """The server's detail, plus who holds what it refused over."""
     if not isinstance(body, dict):
         return ""
@@ -146,7 +153,7 @@ def describe(body: Any) -> str:
     extra = []
     holder = body.get("holder")
     if isinstance(holder, dict):
-        extra.append(f"held by {holder_name(holder, body.get('issue'))}")
+        extra.append(f"held by {holder_name(holder, body.get('issue', issue))}")
     for conflict in body.get("conflicts") or []:
         if isinstance(conflict, dict):
             extra.append(conflict_sentence(conflict))

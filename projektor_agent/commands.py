@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from projektor_agent import config
-from projektor_agent.client import Client
-from projektor_agent.errors import OK, REFUSED, UsageError
+from projektor_agent.client import Client, for_issue
+from projektor_agent.errors import OK, REFUSED, CommandError, UsageError
 from projektor_agent.output import emit
 
 EVENT_WAIT_SECONDS = 25  # one long poll of `events --follow` (the server allows 30)
@@ -118,7 +118,10 @@ def start(args: argparse.Namespace) -> int:
         body["paths"] = args.paths
     if args.worktree:
         body["worktree"] = args.worktree
-    started = client.post("/work/start/", body)
+    try:
+        started = client.post("/work/start/", body)
+    except CommandError as error:
+        raise for_issue(error, issue_id) from None
     session, lease = started["session"], started["lease"]
     emit(
         args.json,

@@ -1,0 +1,152 @@
+"""The git side of a run: the agent's own worktree, a branch per issue from the default
+branch, the runner's exclude lines, the guard's hook, and the branch's commits."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from projektor_agent.errors import UsageError
+
+GUARD_MARK = "Projektor pre-commit guard"  # in the guard's docstring: a hook of ours
+BRANCH_PREFIX = "projektor/"
+SLUG_LENGTH = 40
+
+
+class GitError(UsageError):
+    """A git step failed: something to fix in the checkout (exit 2)."""
+
+
+def git(*args: str, cwd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True, check=False
+        )
+    except OSError as error:
+        raise GitError(f"cannot run git: {error}") from None
+    if check and result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise GitError(f"git {' '.join(args)} failed in {cwd}: {detail[-1] if detail else '?'}")
+    return result
+
+
+def toplevel(path: str | Path) -> Path | None:
+    """The work tree that holds ``path``, or None outside any git repository."""
+    if not Path(path).is_dir():
+        return None
+    result = git("rev-parse", "--show-toplevel", cwd=path, check=False)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def common_dir(path: str | Path) -> Path:
+    out = git("rev-parse", "--git-common-dir", cwd=path).stdout
+    return (Path(path) / out.strip()).resolve()  # git answers relative to ``path``
+
+
+def git_path(path: str | Path, name: str) -> Path:
+    """Where git keeps ``name`` for this work tree (hooks honour core.hooksPath)."""
+    out = git("rev-parse", "--git-path", name, cwd=path).stdout
+    return Path(path) / out.strip()
+
+
+def has_ref(path: str | Path, ref: str) -> bool:
+    return git("rev-parse", "--verify", "--quiet", ref, cwd=path, check=False).returncode == 0
+
+
+def default_branch(repo: Path) -> str:
+    """The repository's default branch: the remote's HEAD, else init.defaultBranch,
+    main or master when they exist, else the branch checked out in ``repo``."""
+    remote = git("symbolic-ref", "--short", "refs/remotes/origin/HEAD", cwd=repo, check=False)
+    candidates = []
+    if remote.returncode == 0:
+        candidates.append(remote.stdout.strip().split("/", 1)[-1])
+    configured = git("config", "--get", "init.defaultBranch", cwd=repo, check=False)
+    candidates += [configured.stdout.strip(), "main", "master"]
+    for name in candidates:
+        if name and has_ref(repo, f"refs/heads/{name}"):
+            return name
+    current = git("symbolic-ref", "--short", "HEAD", cwd=repo, check=False)
+    if current.returncode == 0 and has_ref(repo, "HEAD"):
+        return current.stdout.strip()
+    raise GitError(f"no default branch in {repo}: commit something on main first")
+
+
+def branch_name(issue: int, title: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:SLUG_LENGTH].strip("-")
+    return f"{BRANCH_PREFIX}{issue}-{slug or 'work'}"
+
+
+def dirty_paths(path: Path) -> list[str]:
+    """Uncommitted changes (untracked files included; the runner's own excluded)."""
+    out = git("status", "--porcelain", "--untracked-files=normal", cwd=path).stdout
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> None:
+    """``where`` checked out on ``branch`` (made from ``base`` when new): a new linked
+    worktree of ``repo``, or the agent's worktree from an earlier run, reused when it
+    is clean. Never discards anyone's work."""
+    if not where.exists():
+        git("worktree", "prune", cwd=repo)
+        where.parent.mkdir(parents=True, exist_ok=True)
+        if has_ref(repo, f"refs/heads/{branch}"):
+            # The branch of an earlier attempt: its work goes on (--force: it may still
+            # be checked out in the worktree of a runner that died).
+            git("worktree", "add", "--force", str(where), branch, cwd=repo)
+        else:
+            git("worktree", "add", "-b", branch, str(where), base, cwd=repo)
+        return
+    if toplevel(where) != where.resolve() or common_dir(where) != common_dir(repo):
+        raise GitError(f"{where} exists and is not a worktree of {repo}: move it away")
+    dirty = dirty_paths(where)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        raise GitError(
+            f"the worktree {where} has uncommitted changes ({shown}); commit or discard "
+            "them there, then run again (the runner never discards work)"
+        )
+    if has_ref(where, f"refs/heads/{branch}"):
+        git("checkout", "-q", "--ignore-other-worktrees", branch, cwd=where)
+    else:
+        git("checkout", "-q", "-b", branch, base, cwd=where)
+
+
+def exclude(path: Path, *patterns: str) -> None:
+    """Lines in the repository's info/exclude, once each: git ignores them everywhere."""
+    target = git_path(path, "info/exclude")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    present = target.read_text().splitlines() if target.exists() else []
+    missing = [pattern for pattern in patterns if pattern not in present]
+    if missing:
+        with target.open("a") as file:
+            if present and present[-1] != "":
+                file.write("\n")
+            file.write("\n".join(missing) + "\n")
+
+
+def install_guard(path: Path, script: bytes) -> str | None:
+    """The guard as the pre-commit hook of ``path``'s repository; None when done, else
+    why not (another pre-commit hook is there: never replaced)."""
+    hook = git_path(path, "hooks") / "pre-commit"
+    if hook.exists():
+        existing = hook.read_bytes()
+        if existing == script:
+            return None
+        if GUARD_MARK.encode() not in existing:
+            return f"{hook} is another pre-commit hook: left as it is, the guard not installed"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_bytes(script)
+    hook.chmod(0o755)
+    return None
+
+
+def commit_subjects(path: Path, base: str) -> list[str]:
+    """The subjects of the commits on HEAD since it left ``base``, oldest first."""
+    fork = git("merge-base", base, "HEAD", cwd=path, check=False).stdout.strip()
+    if not fork:
+        return []
+    out = git("log", "--reverse", "--format=%s", f"{fork}..HEAD", cwd=path, check=False).stdout
+    return [line for line in out.splitlines() if line.strip()]

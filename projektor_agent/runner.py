@@ -1,0 +1,244 @@
+"""``projektor run``: take issues and run an agent command on each, keeping the
+protocol for it (AGENTS.md, "projektor run": steps 1-5, 7, 8 without integration, 9).
+
+    projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
+                  [--worktrees DIR] [--verify CMD] [--hooks claude-code] -- COMMAND [ARG …]
+
+Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
+nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.
+With --loop it runs until interrupted, and exits 0 then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from projektor_agent import commands, config, gitops
+from projektor_agent.client import Client, for_issue
+from projektor_agent.errors import OK, REFUSED, Refused, UsageError
+from projektor_agent.output import say, warn
+from projektor_agent.supervise import Child
+from projektor_agent.unit import Interrupted, Unit, UnitWork
+
+DEFAULT_TTL = 120.0
+QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
+QUEUE_WAIT_SECONDS = 25
+CATCH_UP_LIMIT = 1000
+# Refusals that mean "someone else has this one": with --next, take the next.
+TAKEN_ELSEWHERE = ("lease_held", "blocked", "file_conflict", "invalid_transition", "issue_closed")
+
+
+def run(args: argparse.Namespace) -> int:
+    command = list(args.agent_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError(
+            "no agent command: give it after --, e.g. projektor run --next -- ./agent.sh"
+        )
+    if args.loop:
+        args.next = True
+    if not args.next and args.issue is None:
+        raise UsageError("which work? give --issue N or --next (or --loop)")
+    if args.issue is not None and args.issue <= 0:
+        raise UsageError(f"--issue is {args.issue}: give the id of an issue")
+    return Runner(args, Client(config.load()), command).main()
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace, client: Client, command: list[str]) -> None:
+        self.args, self.client, self.command = args, client, command
+        self.agent = ""
+        self.repo: Path | None = None
+        self.worktrees: Path | None = None
+        self.worktree_slug: str | None = None
+        self.cursor = 0  # the newest event id seen
+        self.skipped: set[int] = set()  # issues whose worktree could not be resolved
+        self.interrupts = 0
+        self.waiting = False  # in a long poll, which a signal may cut short
+        self.child: Child | None = None
+        self.child_lock = threading.Lock()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupts > 0
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def main(self) -> int:
+        self.agent = commands.agent_of(self.client)
+        if self.args.worktrees:
+            self.prepare_worktrees(Path(self.args.worktrees).expanduser())
+        previous = {
+            sig: signal.signal(sig, self.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            return self.loop()
+        except Interrupted:
+            return OK if self.args.loop else REFUSED
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def loop(self) -> int:
+        while True:
+            if self.interrupted:
+                raise Interrupted()
+            unit = self.take()
+            if unit is None:
+                if not self.args.loop:
+                    say("nothing to take: the ready queue has no issue this agent may start")
+                    return REFUSED
+                self.wait_for_events(QUEUE_WAIT_TYPES, QUEUE_WAIT_SECONDS)
+                continue
+            status = UnitWork(self, unit).work()
+            if not self.args.loop:
+                return status
+            if self.interrupted:
+                return OK
+
+    def take(self) -> Unit | None:
+        """Start the next issue: --issue N, or the first of the ready queue that no
+        other runner took first (collisions avoided when the server says so)."""
+        if self.args.issue is not None:
+            return self.start(self.args.issue)
+        query = {"project": self.args.project}
+        ready = commands.results(self.client.get("/issues/ready/", query))
+        free = [i for i in ready if not i.get("collisions")]
+        for issue in free + [i for i in ready if i.get("collisions")]:
+            if self.interrupted:
+                raise Interrupted()
+            if int(issue["id"]) in self.skipped:
+                continue
+            try:
+                return self.start(int(issue["id"]))
+            except Refused as refused:
+                if refused.code == "wip_limit_reached":
+                    say(f"the project's WIP limit is reached: {refused.message}")
+                    return None
+                if refused.code not in TAKEN_ELSEWHERE:
+                    raise
+                say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")
+        return None
+
+    def start(self, issue_id: int) -> Unit:
+        body: dict[str, Any] = {"agent": self.agent, "issue": issue_id}
+        if self.args.paths:
+            body["paths"] = self.args.paths
+        if self.worktree_slug:
+            body["worktree"] = self.worktree_slug
+        try:
+            started = self.client.post("/work/start/", body)
+        except Refused as refused:
+            raise for_issue(refused, issue_id) from None
+        session = started["session"]
+        issue = self.client.get(f"/issues/{issue_id}/")
+        lease = started.get("lease") or {}
+        say(f"issue {issue_id}: started ({issue.get('title')}), session {session['id']}")
+        return Unit(
+            issue=issue,
+            session=int(session["id"]),
+            fence=lease.get("fence"),
+            ttl=float(session.get("ttl_seconds") or DEFAULT_TTL),
+        )
+
+    def prepare_worktrees(self, where: Path) -> None:
+        """The repository the worktrees are made from (the current directory's), and
+        the agent's worktree registered with the server, so that runs bind to it."""
+        repo = gitops.toplevel(Path.cwd())
+        if repo is None:
+            raise UsageError(
+                f"--worktrees needs a git repository: {Path.cwd()} is not in one "
+                "(run projektor from a checkout of the repository the agents work on)"
+            )
+        if not gitops.has_ref(repo, "HEAD"):
+            raise UsageError(f"{repo} has no commit yet: a worktree needs a branch to start from")
+        self.repo, self.worktrees = repo, where.resolve()
+        slug = re.sub(r"[^A-Za-z0-9_-]+", "-", self.agent).strip("-")[:50] or "agent"
+        body = {
+            "slug": slug,
+            "name": f"{self.agent}'s worktree",
+            "path": str(self.worktrees / slug),
+        }
+        try:
+            self.client.post("/worktrees/", body)
+        except UsageError as error:
+            if error.http_status != 400:  # 400: the slug exists, registered before
+                raise
+        except Refused as refused:  # an agent key may not create worktrees
+            warn(f"could not register the worktree {slug}: {refused.message}")
+        self.worktree_slug = slug
+
+    # --- waiting -----------------------------------------------------------------------------
+
+    def wait_for_events(self, types: str, seconds: float) -> None:
+        """Until an event of ``types`` after the newest one seen, or ``seconds``: a long
+        poll, never a sleep loop. Interrupted by SIGINT/SIGTERM."""
+        if self.interrupted:
+            raise Interrupted()
+        self.waiting = True
+        try:
+            if not self.cursor:
+                self.catch_up(types)
+            wait = int(max(1, min(seconds, 30)))
+            query = {"after": self.cursor, "type": types, "wait": wait}
+            page = self.client.get("/events/", query, timeout=wait + 20)
+        finally:
+            self.waiting = False
+        self.cursor = max(self.cursor, int(page.get("next") or 0))
+        if self.interrupted:
+            raise Interrupted()
+
+    def catch_up(self, types: str) -> None:
+        """Move the cursor to the newest event of ``types`` (once, at the start)."""
+        while True:
+            query = {"after": self.cursor, "type": types, "limit": CATCH_UP_LIMIT}
+            page = self.client.get("/events/", query)
+            self.cursor = max(self.cursor, int(page.get("next") or 0))
+            if len(page.get("events", [])) < CATCH_UP_LIMIT:
+                return
+
+    # --- the child and the signals -------------------------------------------------------
+
+    def spawn(self, work: UnitWork, command: list[str], cwd: str, env: dict[str, str]) -> Child:
+        with self.child_lock:
+            self.child = Child(command, cwd, env)
+            return self.child
+
+    def supervise(self, child: Child) -> int:
+        try:
+            return child.wait()
+        finally:
+            with self.child_lock:
+                self.child = None
+
+    def stop_child(self) -> None:
+        with self.child_lock:
+            if self.child is not None:
+                self.child.stop(self.args.grace)
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupts += 1
+        name = signal.Signals(signum).name
+        with self.child_lock:
+            child = self.child
+        if child is None:
+            if self.interrupts == 1:
+                say(f"{name}: stopping")
+            if self.waiting:  # a long poll: leave it now; elsewhere the next check stops
+                self.waiting = False
+                raise Interrupted()
+            return
+        if self.interrupts == 1:
+            say(f"{name}: passed to the agent; it is given back when it exits ({name} again: now)")
+            child.send(signum)
+            child.stop_later(self.args.grace)
+        else:
+            say(f"{name} again: stopping the agent now")
+            child.send(signal.SIGKILL)

@@ -1,0 +1,347 @@
+"""One unit of work under ``projektor run``: from a started issue to its hand-in or
+its give-back (AGENTS.md, steps 2-5, 7 and 8 without integration)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from projektor_agent import gitops
+from projektor_agent.client import Client, holder_name
+from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
+from projektor_agent.output import say, warn
+from projektor_agent.supervise import Child, Watch, exit_description
+
+RUNNER_DIR = ".projektor"
+EXCLUDES = ("/.projektor/",)
+VERIFY_TAIL_LINES = 20
+REPORT_LIMIT = 4000  # the server's limit of a report's summary and verification
+MESSAGE_LIMIT = 10000
+BUSY_WAIT_TYPES = "run.finished,run.not_started,session.ended,lease.released"
+
+
+class Interrupted(Exception):
+    """The runner was told to stop (SIGINT or SIGTERM) while no agent was running."""
+
+
+class Unresolved(Exception):
+    """The server could not resolve the run's worktree: the lease is already released."""
+
+
+@dataclass
+class Unit:
+    issue: dict[str, Any]
+    session: int
+    fence: int | None
+    ttl: float
+    run: dict[str, Any] | None = None
+    workdir: Path | None = None
+    base: str | None = None  # what the agent's commits are counted from
+    branch: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> int:
+        return int(self.issue["id"])
+
+
+class UnitWork:
+    """Works one started unit; ``runner`` supplies the settings and the signal state."""
+
+    def __init__(self, runner: Any, unit: Unit) -> None:
+        self.runner, self.unit = runner, unit
+        self.client: Client = runner.client
+        self.args = runner.args
+        self.watch = Watch(self.client, unit.session, unit.ttl, self.on_lost)
+
+    # --- the whole unit ------------------------------------------------------------------
+
+    def work(self) -> int:
+        self.watch.start()
+        try:
+            return self._work()
+        finally:
+            self.watch.close()
+            self.runner.cursor = max(self.runner.cursor, self.watch.cursor)
+
+    def _work(self) -> int:
+        unit = self.unit
+        try:
+            unit.run = self.dispatch()
+            self.resolve_workdir()
+            self.arm()
+        except Unresolved as unresolved:
+            say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
+            self.end_session()
+            return REFUSED
+        except Interrupted:
+            self.give_back("the runner was interrupted before the agent started")
+            return REFUSED
+        except UsageError as error:
+            self.give_back(f"the runner could not prepare the work: {error.message}")
+            raise
+        if self.watch.lost:
+            return self.taken()
+        if self.runner.interrupted:
+            self.give_back("the runner was interrupted before the agent started")
+            return REFUSED
+        try:
+            child = self.runner.spawn(self, self.command(), str(unit.workdir), unit.env)
+        except OSError as error:
+            name = self.command()[0]
+            self.give_back(f"the command {name!r} could not be started: {error.strerror}")
+            raise UsageError(f"cannot run {name!r}: {error.strerror or error}") from None
+        say(f"issue {unit.id}: agent started (pid {child.process.pid}) in {unit.workdir}")
+        status = self.runner.supervise(child)
+        if self.watch.lost:
+            return self.taken()
+        if self.runner.interrupted:
+            self.give_back(
+                f"the runner was interrupted; the agent {exit_description(status)}", child
+            )
+            return REFUSED
+        if status != 0:
+            self.give_back(f"the agent {exit_description(status)}", child)
+            return REFUSED
+        return self.hand_in()
+
+    # --- before the agent ------------------------------------------------------------------
+
+    def dispatch(self) -> dict[str, Any]:
+        """A run for the issue; a busy worktree is waited for on events, then retried."""
+        while True:
+            if self.runner.interrupted:
+                raise Interrupted()
+            try:
+                return dict(
+                    self.client.post(
+                        "/runs/", {"session": self.unit.session, "issue": self.unit.id}
+                    )
+                )
+            except Refused as refused:
+                if refused.code == "worktree_unresolved":
+                    raise Unresolved(refused.message) from None
+                if refused.code != "worktree_busy":
+                    raise
+                holder = refused.body.get("holder") if isinstance(refused.body, dict) else None
+                who = holder_name(holder) if isinstance(holder, dict) else "another run"
+                say(f"issue {self.unit.id}: its worktree is busy ({who}); waiting for it")
+                self.runner.wait_for_events(BUSY_WAIT_TYPES, min(self.unit.ttl, 30.0))
+
+    def resolve_workdir(self) -> None:
+        unit, run = self.unit, self.unit.run or {}
+        worktrees = self.runner.worktrees
+        if run.get("lock_mode") == "exclusive" and worktrees is not None:
+            repo = self.runner.repo
+            unit.base = gitops.default_branch(repo)
+            unit.branch = gitops.branch_name(unit.id, str(unit.issue.get("title", "")))
+            unit.workdir = worktrees / str(run.get("worktree"))
+            gitops.prepare_worktree(repo, unit.workdir, unit.branch, unit.base)
+            return
+        unit.workdir = Path.cwd()
+        if gitops.toplevel(unit.workdir) is not None and gitops.has_ref(unit.workdir, "HEAD"):
+            unit.base = gitops.git("rev-parse", "HEAD", cwd=unit.workdir).stdout.strip()
+
+    def arm(self) -> None:
+        """The issue's text for the agent, the guard, the hooks, the environment."""
+        unit, workdir = self.unit, self.unit.workdir
+        assert workdir is not None
+        (workdir / RUNNER_DIR).mkdir(exist_ok=True)
+        (workdir / RUNNER_DIR / "issue.md").write_text(issue_text(unit.issue), encoding="utf-8")
+        if gitops.toplevel(workdir) is not None:
+            gitops.exclude(workdir, *EXCLUDES)
+            why_not = gitops.install_guard(workdir, guard_script())
+            if why_not:
+                warn(why_not)
+        if self.args.hooks == "claude-code":
+            from projektor_agent import hook
+
+            hook.install_claude_code(workdir)
+        config = self.client.config
+        unit.env = {
+            **os.environ,
+            "PROJEKTOR_URL": config.url,
+            "PROJEKTOR_API_KEY": config.api_key,
+            "PROJEKTOR_AGENT": self.runner.agent,
+            "PROJEKTOR_SESSION": str(unit.session),
+            "PROJEKTOR_ISSUE": str(unit.id),
+            "PROJEKTOR_FENCE": "" if unit.fence is None else str(unit.fence),
+            "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
+        }
+
+    def command(self) -> list[str]:
+        issue = self.unit.issue
+        values = {
+            "{issue}": str(issue["id"]),
+            "{title}": str(issue.get("title") or ""),
+            "{description}": str(issue.get("description") or ""),
+            "{paths}": " ".join(issue.get("paths") or self.args.paths or []),
+        }
+        substituted = []
+        for argument in self.runner.command:
+            for placeholder, value in values.items():
+                argument = argument.replace(placeholder, value)
+            substituted.append(argument)
+        return substituted
+
+    # --- after the agent ---------------------------------------------------------------------
+
+    def on_lost(self, why: str) -> None:
+        say(f"issue {self.unit.id}: the work is no longer this agent's: {why}; stopping it")
+        self.runner.stop_child()
+
+    def taken(self) -> int:
+        """Nothing is finished or handed in for work that another session owns now."""
+        say(f"issue {self.unit.id}: not handed in ({self.watch.lost})")
+        self.end_session()
+        return REFUSED
+
+    def hand_in(self) -> int:
+        unit = self.unit
+        verification = "no verification command was given; the agent exited 0"
+        if self.args.verify:
+            passed, verification = self.verify()
+            if not passed:
+                self.give_back(f"the verification failed: {verification}")
+                return REFUSED
+        report = self.report(verification)
+        if self.watch.lost:
+            return self.taken()
+        if unit.run:
+            self.best_effort("finish the run", self.finish_run, "succeeded")
+        self.client.post(
+            "/work/finish/", {"session": unit.session, "issue": unit.id, "report": report}
+        )
+        say(f"issue {unit.id}: handed in (in_review): {report['summary'].splitlines()[0]}")
+        return OK
+
+    def verify(self) -> tuple[bool, str]:
+        result = subprocess.run(
+            self.args.verify,
+            shell=True,
+            cwd=str(self.unit.workdir),
+            env=self.unit.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+        lines = result.stdout.decode("utf-8", "replace").rstrip().splitlines()
+        tail = "\n".join(lines[-VERIFY_TAIL_LINES:])
+        text = f"`{self.args.verify}` exited with status {result.returncode}" + (
+            f":\n{tail}" if tail else ""
+        )
+        return result.returncode == 0, text[-REPORT_LIMIT:]
+
+    def report(self, verification: str) -> dict[str, Any]:
+        """The child's .projektor/report.json when it wrote one, else the branch's commits."""
+        unit = self.unit
+        written: dict[str, Any] = {}
+        path = (unit.workdir or Path.cwd()) / RUNNER_DIR / "report.json"
+        if path.exists():
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+                written = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError) as error:
+                warn(f"{path} is not a JSON object ({error}); the report is built instead")
+        summary = str(written.get("summary") or "").strip()
+        if not summary and unit.base and unit.workdir is not None:
+            subjects = gitops.commit_subjects(unit.workdir, unit.base)
+            summary = "\n".join(f"- {subject}" for subject in subjects)
+        if not summary:
+            summary = f"`{' '.join(self.runner.command)}` exited 0 with no commits"
+        if unit.branch:
+            summary += f"\n\nBranch: {unit.branch}"
+        if written.get("verification") and not self.args.verify:
+            verification = str(written["verification"])
+        report = {"summary": summary[:REPORT_LIMIT], "verification": verification[:REPORT_LIMIT]}
+        if written.get("pr_link"):
+            report["pr_link"] = str(written["pr_link"])
+        return report
+
+    def give_back(self, why: str, child: Child | None = None) -> None:
+        """The failure path: run failed, issue back in todo with a message saying why,
+        lease released, session ended. Each step is tried even if one before failed."""
+        unit = self.unit
+        say(f"issue {unit.id}: giving it back: {why}")
+        self.watch.close()
+        body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
+        if child is not None and child.tail:
+            body += "\n\nThe last lines of its stderr:\n```\n" + "\n".join(child.tail) + "\n```"
+        if unit.run and unit.run.get("status") == "running":
+            self.best_effort("finish the run", self.finish_run, "failed")
+        self.best_effort("post the message", self.post_message, body[-MESSAGE_LIMIT:])
+        self.best_effort("move the issue back to todo", self.back_to_todo)
+        self.best_effort("release the lease", self.release_lease)
+        self.end_session()
+
+    # --- the calls, each for best_effort ---------------------------------------------------
+
+    def finish_run(self, outcome: str) -> None:
+        run = self.unit.run or {}
+        body: dict[str, Any] = {"outcome": outcome}
+        if run.get("fence") is not None:
+            body["fence"] = run["fence"]
+        self.client.post(f"/runs/{run['id']}/finish/", body)
+
+    def post_message(self, body: str) -> None:
+        self.client.post(
+            "/messages/",
+            {"scope": f"issue:{self.unit.id}", "body": body, "session": self.unit.session},
+        )
+
+    def back_to_todo(self) -> None:
+        issue = self.client.get(f"/issues/{self.unit.id}/")
+        if issue.get("status") == "in_progress":
+            self.client.post(f"/issues/{self.unit.id}/transition/", {"to": "todo"})
+
+    def release_lease(self) -> None:
+        body: dict[str, Any] = {"session": self.unit.session}
+        if self.unit.fence is not None:
+            body["fence"] = self.unit.fence
+        try:
+            self.client.post(f"/issues/{self.unit.id}/release/", body)
+        except Refused as refused:
+            if refused.code != "lease_not_held":  # already released: nothing to do
+                raise
+
+    def end_session(self) -> None:
+        self.watch.close()
+        self.best_effort(
+            "end the session",
+            lambda: self.client.post(f"/sessions/{self.unit.session}/end/", idempotent=True),
+        )
+
+    def best_effort(self, what: str, call: Any, *args: Any) -> None:
+        try:
+            call(*args)
+        except CommandError as error:
+            warn(f"issue {self.unit.id}: could not {what}: {error.message}")
+
+
+def issue_text(issue: dict[str, Any]) -> str:
+    lines = [f"# Issue {issue['id']}: {issue.get('title', '')}", ""]
+    lines += [str(issue.get("description") or "").rstrip(), ""]
+    if issue.get("paths"):
+        lines += ["Expected paths: " + ", ".join(issue["paths"]), ""]
+    lines += [
+        "---",
+        "Written by `projektor run`. To shape the hand-in, write .projektor/report.json:",
+        '{"summary": "what changed", "verification": "how it was checked", "pr_link": "…"}',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def guard_script() -> bytes:
+    """The guard module's own source: a standalone hook (works from the zipapp too)."""
+    import pkgutil
+
+    data = pkgutil.get_data("projektor_agent", "guard.py")
+    if data is None:
+        raise UsageError("the guard's source is missing from this installation")
+    return data

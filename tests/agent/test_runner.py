@@ -1,0 +1,153 @@
+"""``projektor run`` against a live server, in a scratch repository, with a scripted
+agent: the session kept live past the TTL, the hand-in, the failure path, and what a
+killed runner leaves behind."""
+
+import os
+import signal
+from pathlib import Path
+
+from tests.agent.conftest import (
+    TTL,
+    agent_command,
+    git,
+    read_json,
+    released,
+    unique,
+    wait_until,
+)
+
+
+def started(control: Path, runner=None) -> dict:
+    """The scripted agent's start record, once it has started (fails at once, with the
+    runner's stderr, if the runner exits first)."""
+
+    def check():
+        if (control / "started.json").exists():
+            return read_json(control / "started.json")
+        if runner is not None and runner.process.poll() is not None:
+            raise AssertionError(f"the runner exited {runner.process.returncode}: {runner.stderr}")
+        return None
+
+    return wait_until(check, "the agent to start")
+
+
+def control_dir(tmp_path: Path) -> Path:
+    control = tmp_path / unique("control")
+    control.mkdir()
+    return control
+
+
+def test_an_agent_slower_than_the_ttl_stays_live_and_its_work_is_handed_in(
+    api, projektor, repo, tmp_path
+):
+    project, agent, control = api.project(), unique("atlas"), control_dir(tmp_path)
+    issue = api.issue(project, "Add the login page")
+    runner = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        *agent_command(control, "--wait", "--edit", "src/login.py", "--commit", "Add login"),
+        "issue={issue}",
+        "title={title}",
+        cwd=repo,
+        agent=agent,
+        wait=False,
+    )
+    child = started(control, runner)
+    env = child["env"]
+    assert child["argv"][-2:] == [f"issue={issue['id']}", "title=Add the login page"]
+    assert env["PROJEKTOR_ISSUE"] == str(issue["id"])
+    assert {"PROJEKTOR_URL", "PROJEKTOR_API_KEY", "PROJEKTOR_SESSION", "PROJEKTOR_FENCE"} <= set(
+        env
+    )
+    assert env["PROJEKTOR_RUN"].isdigit()
+    assert "# Issue" in child["issue_md"] and "Add the login page" in child["issue_md"]
+    session = int(env["PROJEKTOR_SESSION"])
+
+    # The agent works for three TTLs: its session stays live all along.
+    first = api.session(session)
+    assert first["ttl_seconds"] == TTL
+    begun = os.times().elapsed
+
+    def live_for_three_ttls() -> bool:
+        current = api.session(session)
+        assert current["live"], current
+        return os.times().elapsed - begun > 3 * TTL
+
+    wait_until(live_for_three_ttls, "three TTLs to pass", timeout=3 * TTL + 30)
+    assert api.session(session)["last_heartbeat_at"] > first["last_heartbeat_at"]
+    other = api.post("/sessions/", {"agent": unique("rival")}, expect=201)
+    refused = api.post(f"/issues/{issue['id']}/claim/", {"session": other["id"]}, expect=409)
+    assert refused["code"] == "lease_held"
+
+    released(control)
+    assert runner.wait() == 0, runner.stderr
+    handed = api.get(f"/issues/{issue['id']}/")
+    assert handed["status"] == "in_review"
+    assert "- Add login" in handed["report"]["summary"]
+    assert handed["report"]["verification"]
+    assert api.session(session)["status"] == "ended"
+    assert git(repo, "log", "-1", "--format=%s") == "Add login"
+    assert "Traceback" not in runner.stderr
+
+
+def test_a_failing_agent_gives_the_issue_back_with_the_tail_of_its_stderr(
+    api, projektor, repo, tmp_path
+):
+    project, agent, control = api.project(), unique("boreas"), control_dir(tmp_path)
+    issue = api.issue(project)
+    done = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        *agent_command(
+            control, "--stderr", "ImportError: no module named frobnicate", "--exit", "3"
+        ),
+        cwd=repo,
+        agent=agent,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    back = api.get(f"/issues/{issue['id']}/")
+    assert back["status"] == "todo" and back["lease"] is None
+    [lease] = api.leases(issue["id"])
+    assert lease["release_reason"] == "released"
+    [message] = [body for body in api.messages(issue["id"]) if "gave issue" in body]
+    assert "exited with status 3" in message
+    assert "ImportError: no module named frobnicate" in message
+    session = int(read_json(control / "started.json")["env"]["PROJEKTOR_SESSION"])
+    assert api.session(session)["status"] == "ended"
+    [run] = api.get("/runs/", issue=issue["id"])["results"]
+    assert run["status"] == "failed"
+
+
+def test_a_runner_killed_with_sigkill_leaves_its_work_to_be_reclaimed_after_the_ttl(
+    api, projektor, repo, tmp_path
+):
+    project, agent, control = api.project(), unique("castor"), control_dir(tmp_path)
+    issue = api.issue(project)
+    runner = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        *agent_command(control, "--wait"),
+        cwd=repo,
+        agent=agent,
+        wait=False,
+    )
+    child = started(control, runner)
+    session = int(child["env"]["PROJEKTOR_SESSION"])
+    try:
+        runner.process.send_signal(signal.SIGKILL)
+        runner.process.wait()
+        rival = unique("pollux")
+        early = projektor("start", str(issue["id"]), cwd=repo, agent=rival)
+        assert early.returncode == 1
+        assert f"agent {agent}" in early.stderr and f"issue {issue['id']}" in early.stderr
+        wait_until(lambda: not api.session(session)["live"], "the TTL to pass")
+        late = projektor("start", str(issue["id"]), "--json", cwd=repo, agent=rival)
+        assert late.returncode == 0, late.stderr
+        [old] = [lease for lease in api.leases(issue["id"]) if lease["session"] == session]
+        assert old["release_reason"] == "expired"
+    finally:
+        os.kill(child["pid"], signal.SIGKILL)  # the orphaned agent
