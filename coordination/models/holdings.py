@@ -46,11 +46,31 @@ class HolderQuerySet(models.QuerySet[Any]):
         )
 
 
-class IssueLease(models.Model):
-    """Exclusive ownership of one issue by one session (invariant 2).
-
-    It has no expiry of its own: it is live while its holder session is.
+class Holding(models.Model):
+    """What a session holds exclusively, fenced: a lease of an issue, a lock of a
+    worktree. It has no expiry of its own: it is live while it is unreleased and its
+    holder session is live (``HolderQuerySet``). The subclasses name what is held
+    and by whom (``session``, each with its own reverse name). File claims are held
+    too, but unfenced and stamped ``claimed_at``: they share the queryset only.
     """
+
+    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    released_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
+    # Grows with each new holding of the same thing and is never reused (docs/api.md,
+    # Fences): the services number it in the insert (leases.insert_lease_within_cap,
+    # worktrees.insert_lock); the default serves only rows made directly through the
+    # ORM (fixtures).
+    fence = models.PositiveIntegerField(default=1, editable=False)
+
+    objects = HolderQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
+class IssueLease(Holding):
+    """Exclusive ownership of one issue by one session (invariant 2)."""
 
     # Every index of the table starts with it: no index of its own (one less per write).
     workspace = models.ForeignKey(
@@ -61,15 +81,6 @@ class IssueLease(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
-    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
-    released_at = models.DateTimeField(null=True, blank=True)
-    release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
-    # Grows with each new lease of the issue and is never reused (docs/api.md, Fences):
-    # the services number it in the insert (leases.insert_lease_within_cap); the
-    # default serves only rows made directly through the ORM (fixtures).
-    fence = models.PositiveIntegerField(default=1, editable=False)
-
-    objects = HolderQuerySet.as_manager()
 
     class Meta:
         db_table = "issue_leases"  # the original schema's name (docs/design.md)

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Case, Q, When
 
 from coordination.liveness import DbNow, live_q
-from coordination.models.holdings import HolderQuerySet, ReleaseReason
+from coordination.models.holdings import Holding
 from coordination.models.tenancy import Workspace
 from coordination.models.tracker import Agent, AgentSession, Issue, Worktree
 
@@ -66,7 +66,7 @@ class Run(models.Model):
         return f"run {self.pk} of issue {self.issue_id}"
 
 
-class WorktreeLock(models.Model):
+class WorktreeLock(Holding):
     """The exclusive lock a run holds on a worktree; live while its holder session is."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
@@ -75,15 +75,6 @@ class WorktreeLock(models.Model):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="worktree_locks"
     )
     run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="locks")
-    acquired_at = models.DateTimeField(db_default=DbNow(), editable=False)
-    released_at = models.DateTimeField(null=True, blank=True)
-    release_reason = models.CharField(max_length=32, choices=ReleaseReason.choices, blank=True)
-    # Grows with each new lock of the worktree and is never reused (docs/api.md, Fences):
-    # numbered in the insert (worktrees.insert_lock); the default serves only rows
-    # made directly through the ORM (fixtures).
-    fence = models.PositiveIntegerField(default=1, editable=False)
-
-    objects = HolderQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -10,6 +10,8 @@ from coordination.models import (
     ApiKey,
     ClaimConflict,
     FileClaim,
+    HolderQuerySet,
+    Holding,
     IssueLease,
     WipCapDenial,
     WorktreeLock,
@@ -57,3 +59,17 @@ def test_partial_unique_index_allows_one_unreleased_lease_per_issue(workspace, i
     IssueLease.objects.create(workspace=workspace, issue=issue, session=a)
     with pytest.raises(IntegrityError), transaction.atomic():
         IssueLease.objects.create(workspace=workspace, issue=issue, session=b)
+
+
+def test_leases_and_worktree_locks_are_held_by_one_declaration():
+    """The holder's fields are declared once (``Holding``): the same columns, the same
+    definitions, the same liveness queryset; file claims share the queryset."""
+    held = ["acquired_at", "released_at", "release_reason", "fence"]
+    lease, lock = (
+        {name: model._meta.get_field(name).deconstruct()[1:] for name in held}
+        for model in (IssueLease, WorktreeLock)
+    )
+    assert issubclass(IssueLease, Holding) and issubclass(WorktreeLock, Holding)
+    assert lease == lock
+    for model in (IssueLease, WorktreeLock, FileClaim):
+        assert isinstance(model.objects.all(), HolderQuerySet)

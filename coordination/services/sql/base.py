@@ -49,9 +49,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "report", "requires_filesystem", "worktree_id", "assignee_id", "created_at",
         "updated_at",
     ),
+    # The holding's own columns (models.Holding) come before the lease's.
     LEASE: (
-        "id", "workspace_id", "issue_id", "session_id", "agent_id", "acquired_at",
-        "released_at", "release_reason", "fence",
+        "id", "acquired_at", "released_at", "release_reason", "fence", "workspace_id",
+        "issue_id", "session_id", "agent_id",
     ),
     CLAIM: (
         "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
