@@ -169,7 +169,8 @@ class Issue(models.Model):
     )
     # {"summary", "verification", "pr_link"?}: what the worker says it did and how it checked.
     report = models.JSONField(null=True, blank=True, editable=False)
-    requires_filesystem = models.BooleanField(default=False)
+    # db_default: a row inserted without it (a raw INSERT, a bulk load) needs no filesystem.
+    requires_filesystem = models.BooleanField(default=False, db_default=False)
     worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -12,6 +12,7 @@ from coordination.models import (
     FileClaim,
     HolderQuerySet,
     Holding,
+    Issue,
     IssueLease,
     WipCapDenial,
     WorktreeLock,
@@ -73,3 +74,20 @@ def test_leases_and_worktree_locks_are_held_by_one_declaration():
     assert lease == lock
     for model in (IssueLease, WorktreeLock, FileClaim):
         assert isinstance(model.objects.all(), HolderQuerySet)
+
+
+@pytest.mark.django_db
+def test_an_issue_inserted_without_requires_filesystem_needs_none(workspace, project):
+    """The seed's ``INTEGER NOT NULL DEFAULT 0``: a raw INSERT that leaves the column
+    out (a bulk load, psql) gets false from the database itself."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO coordination_issue"
+            " (workspace_id, project_id, title, description, status, updated_at)"
+            " VALUES (%s, %s, 'Raw', 'Inserted by hand.', 'todo', %s)",
+            [workspace.pk, project.pk, timezone.now()],
+        )
+        cursor.execute("SELECT requires_filesystem FROM coordination_issue WHERE title = 'Raw'")
+        (needed,) = cursor.fetchone()
+    assert needed in (False, 0) and not needed
+    assert Issue.objects.get(title="Raw").requires_filesystem is False
