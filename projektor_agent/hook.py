@@ -240,4 +240,3 @@ def merge(hooks: dict[str, Any], event: str, matcher: str, ours: dict[str, str])
             group["hooks"] = kept
     groups[:] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
     groups.append({"matcher": matcher, "hooks": [ours]})
-

@@ -9,6 +9,7 @@ project, issues and agent names, so tests never see each other's work.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -270,7 +271,8 @@ def projektor(live: Live, api: Api, tmp_path: Path) -> Iterator[Callable[..., An
     started: list[Runner] = []
 
     def start(*args: str, cwd: Path, agent: str = "", wait: bool = True, **env: str) -> Any:
-        environment = clean_env(PROJEKTOR_URL=live.url, PROJEKTOR_API_KEY=api.key, **env)
+        environment = clean_env(PROJEKTOR_URL=live.url, PROJEKTOR_API_KEY=api.key)
+        environment.update(env)
         if agent:
             environment["PROJEKTOR_AGENT"] = agent
         command = [sys.executable, "-m", "projektor_agent", *args]
@@ -305,3 +307,88 @@ def released(control: Path) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+class Proxy:
+    """A TCP forwarder to the live server that the test can take down and bring back:
+    the server gone, as a runner on another machine sees it."""
+
+    def __init__(self, target_port: int) -> None:
+        import socket
+        import threading
+
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.is_up = threading.Event()
+        self.is_up.set()
+        self.open: list[Any] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def down(self) -> None:
+        import socket
+
+        self.is_up.clear()
+        with self.lock:
+            for sock in self.open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
+                with contextlib.suppress(OSError):
+                    sock.close()
+            self.open.clear()
+
+    def up(self) -> None:
+        self.is_up.set()
+
+    def close(self) -> None:
+        self.down()
+        self.listener.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.is_up.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: Any, sink: Any) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+
+@pytest.fixture
+def proxy(live: Live) -> Iterator[Proxy]:
+    forwarder = Proxy(live.server.port)
+    yield forwarder
+    forwarder.close()

@@ -1,0 +1,157 @@
+"""``projektor run --worktrees DIR``: each agent's own git worktree, registered with
+the server and reused, a branch per issue from the default branch; and the checkouts
+it refuses to touch."""
+
+from pathlib import Path
+
+from tests.agent.conftest import agent_command, git, read_json, released, unique, wait_until
+from tests.agent.test_runner import control_dir, started
+
+
+def run_in_worktree(projektor, repo, tmp_path, issue, agent, *behaviour, wait=True):
+    control = control_dir(tmp_path)
+    result = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        "--worktrees",
+        str(tmp_path / "wt"),
+        *agent_command(control, *behaviour),
+        cwd=repo,
+        agent=agent,
+        wait=wait,
+    )
+    return control, result
+
+
+def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
+    api, projektor, repo, tmp_path
+):
+    project, agent = api.project(), unique("daphne")
+    first = api.issue(project, "Add the Login page!", requires_filesystem=True)
+    second = api.issue(project, "Fix the logout", requires_filesystem=True)
+    (repo / "scratch.txt").write_text("the main checkout's own uncommitted work\n")
+
+    control, done = run_in_worktree(
+        projektor, repo, tmp_path, first, agent, "--edit", "src/login.py", "--commit", "Add login"
+    )
+    assert done.returncode == 0, done.stderr
+    child = read_json(control / "started.json")
+    worktree = tmp_path / "wt" / agent
+    assert Path(child["cwd"]) == worktree
+    branch = f"projektor/{first['id']}-add-the-login-page"
+    assert git(worktree, "branch", "--show-current") == branch
+    assert git(repo, "log", "-1", "--format=%s", branch) == "Add login"
+    assert git(repo, "merge-base", branch, "main") == git(repo, "rev-parse", "main")
+    assert git(worktree, "status", "--porcelain") == ""  # .projektor/ is git-ignored
+    assert not (worktree / "scratch.txt").exists()
+    hook = Path(git(worktree, "rev-parse", "--git-path", "hooks/pre-commit"))
+    hook = hook if hook.is_absolute() else worktree / hook
+    assert "Projektor pre-commit guard" in hook.read_text()
+    assert api.get("/worktrees/")["results"][0]["slug"] == agent
+    session = api.session(int(child["env"]["PROJEKTOR_SESSION"]))
+    assert session["worktree"] == agent
+    [run] = api.get("/runs/", issue=first["id"])["results"]
+    assert run["lock_mode"] == "exclusive" and run["worktree"] == agent
+    assert run["status"] == "succeeded"
+    handed = api.get(f"/issues/{first['id']}/")
+    assert handed["status"] == "in_review" and branch in handed["report"]["summary"]
+
+    control, done = run_in_worktree(
+        projektor, repo, tmp_path, second, agent, "--edit", "src/logout.py", "--commit", "Fix it"
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(read_json(control / "started.json")["cwd"]) == worktree
+    assert git(worktree, "branch", "--show-current") == f"projektor/{second['id']}-fix-the-logout"
+    assert not (worktree / "src" / "login.py").exists()  # from main, not from the last branch
+    summary = api.get(f"/issues/{second['id']}/")["report"]["summary"]
+    assert "- Fix it" in summary and "Add login" not in summary
+
+
+def test_a_branch_left_by_an_earlier_attempt_is_continued(api, projektor, repo, tmp_path):
+    project, agent = api.project(), unique("eos")
+    issue = api.issue(project, "Retry me", requires_filesystem=True)
+    branch = f"projektor/{issue['id']}-retry-me"
+    git(repo, "branch", branch, "main")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "elsewhere"), branch)
+    (tmp_path / "elsewhere" / "first.txt").write_text("first attempt\n")
+    git(tmp_path / "elsewhere", "add", ".")
+    git(tmp_path / "elsewhere", "commit", "-q", "-m", "First attempt")
+
+    _, done = run_in_worktree(
+        projektor, repo, tmp_path, issue, agent, "--edit", "second.txt", "--commit", "Second"
+    )
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "log", "--format=%s", branch).splitlines()[:2] == ["Second", "First attempt"]
+    summary = api.get(f"/issues/{issue['id']}/")["report"]["summary"]
+    assert "- First attempt\n- Second" in summary
+
+
+def test_a_dirty_worktree_is_never_discarded_and_the_issue_goes_back(
+    api, projektor, repo, tmp_path
+):
+    project, agent = api.project(), unique("faun")
+    first = api.issue(project, "First", requires_filesystem=True)
+    second = api.issue(project, "Second", requires_filesystem=True)
+    _, done = run_in_worktree(projektor, repo, tmp_path, first, agent)
+    assert done.returncode == 0, done.stderr
+    worktree = tmp_path / "wt" / agent
+    (worktree / "src" / "app.py").write_text("left uncommitted\n")
+
+    control, done = run_in_worktree(projektor, repo, tmp_path, second, agent)
+    assert done.returncode == 2
+    assert "uncommitted changes (src/app.py)" in done.stderr and "Traceback" not in done.stderr
+    assert not (control / "started.json").exists()
+    assert (worktree / "src" / "app.py").read_text() == "left uncommitted\n"
+    back = api.get(f"/issues/{second['id']}/")
+    assert back["status"] == "todo" and back["lease"] is None
+
+
+def test_worktrees_need_a_git_repository(api, projektor, tmp_path):
+    project = api.project()
+    issue = api.issue(project, requires_filesystem=True)
+    nowhere = tmp_path / "not-a-repo"
+    nowhere.mkdir()
+    _, done = run_in_worktree(projektor, nowhere, tmp_path, issue, unique("gaia"))
+    assert done.returncode == 2
+    assert "--worktrees needs a git repository" in done.stderr
+    assert api.get(f"/issues/{issue['id']}/")["lease"] is None
+
+
+def test_a_busy_worktree_is_waited_for_then_used(api, projektor, repo, tmp_path):
+    """Two issues on one named worktree: the second runner waits for the first's run."""
+    project = api.project()
+    api.post("/worktrees/", {"slug": "shared", "name": "Shared"}, expect=201)
+    first = api.issue(project, "One", worktree="shared")
+    second = api.issue(project, "Two", worktree="shared")
+    wt = str(tmp_path / "wt")
+    one, two = control_dir(tmp_path), control_dir(tmp_path)
+    holder = projektor(
+        "run",
+        "--issue",
+        str(first["id"]),
+        "--worktrees",
+        wt,
+        *agent_command(one, "--wait"),
+        cwd=repo,
+        agent=unique("hera"),
+        wait=False,
+    )
+    started(one, holder)
+    waiter = projektor(
+        "run",
+        "--issue",
+        str(second["id"]),
+        "--worktrees",
+        wt,
+        *agent_command(two),
+        cwd=repo,
+        agent=unique("iris"),
+        wait=False,
+    )
+    wait_until(lambda: "worktree is busy" in waiter.stderr, "the second runner to wait")
+    assert not (two / "started.json").exists()
+    released(one)
+    assert holder.wait() == 0, holder.stderr
+    assert waiter.wait() == 0, waiter.stderr
+    assert read_json(two / "started.json")["cwd"] == str(tmp_path / "wt" / "shared")
