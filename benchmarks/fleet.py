@@ -33,7 +33,7 @@ RESULT_GRACE_SECONDS = 120.0
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest rank, as bench_claims; 0 for no values."""
+    """Nearest rank (every bench's percentiles); 0 for no values."""
     if not sorted_values:
         return 0.0
     index = min(len(sorted_values) - 1, round(fraction * (len(sorted_values) - 1)))

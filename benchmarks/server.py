@@ -1,5 +1,20 @@
 """The app under gunicorn, as a production deployment on this machine would run it:
-the one harness of the bench and of the tests that need real app processes.
+the one harness of the bench and of the tests that need real app processes
+(tests/faults, the metrics, the live event streams, keys and throttles across workers,
+the agent command).
+
+Its interface, kept stable for those callers:
+
+- ``gunicorn(env=..., workers=..., threads=..., log_path=...)``: a context manager that
+  starts the server, waits until every worker is up and one answers, yields a
+  ``Server`` and stops it (gracefully, else by killing its process group) on exit;
+- ``Server``: ``host``, ``port``, ``log_path``, ``workers``, ``threads``, ``process``;
+  ``alive()``, ``worker_pids()`` and ``log_tail()``;
+- ``app_environment(overrides)``: this process's environment in production mode
+  (``None`` in ``overrides`` unsets a variable), to pass as ``env``;
+- ``environment_on_this_database(overrides)``: the same, for a server sharing this
+  process's database (the test database under pytest), session TTL, and never
+  refusing for a throttle; ``database_url(settings_dict)`` names that database.
 
 gthread workers (keep-alive works; the sync worker closes every connection),
 ``2 × cores + 1`` workers (gunicorn's guidance) and 4 threads each by default. The
@@ -21,8 +36,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
+from django.db import connection
 
 DEFAULT_WORKERS = 2 * (os.cpu_count() or 1) + 1
 DEFAULT_THREADS = 4
@@ -99,6 +117,35 @@ def app_environment(overrides: Mapping[str, str | None]) -> dict[str, str]:
         else:
             env[name] = value
     return env
+
+
+def database_url(settings_dict: Mapping[str, Any]) -> str:
+    """The ``DATABASE_URL`` of a Django database (a ``DATABASES`` entry, such as
+    ``connection.settings_dict``): PostgreSQL, or an SQLite file."""
+    if "sqlite" in settings_dict["ENGINE"]:
+        return f"sqlite:///{settings_dict['NAME']}"
+    auth = quote(settings_dict["USER"] or "postgres")
+    if settings_dict["PASSWORD"]:
+        auth += ":" + quote(settings_dict["PASSWORD"])
+    host, port = settings_dict["HOST"] or HOST, settings_dict["PORT"] or 5432
+    return f"postgres://{auth}@{host}:{port}/{settings_dict['NAME']}"
+
+
+def environment_on_this_database(
+    overrides: Mapping[str, str | None] | None = None,
+) -> dict[str, str]:
+    """``app_environment`` for a server beside this process: on its database (under
+    pytest, the test database; what a test commits there, the server sees), with its
+    session TTL, neither throttle ever refusing, then ``overrides``."""
+    return app_environment(
+        {
+            "DATABASE_URL": database_url(connection.settings_dict),
+            "PROJEKTOR_SESSION_TTL_SECONDS": str(settings.PROJEKTOR_SESSION_TTL_SECONDS),
+            "PROJEKTOR_THROTTLE_KEY": THROTTLE_NEVER_REFUSES,
+            "PROJEKTOR_THROTTLE_ANON": THROTTLE_NEVER_REFUSES,
+            **(overrides or {}),
+        }
+    )
 
 
 def server_environment(throttle_key: str) -> dict[str, str]:

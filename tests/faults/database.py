@@ -5,7 +5,6 @@ intact."""
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 from django.db import connection
@@ -61,14 +60,6 @@ def admin_connection() -> psycopg.Connection[Any]:
     )
     conn.execute(f"SET statement_timeout = '{PG_TIMEOUT}s'")
     return conn
-
-
-def url_of_the_test_database() -> str:
-    db = db_settings()
-    auth = quote(db["USER"] or "postgres")
-    if db["PASSWORD"]:
-        auth += ":" + quote(db["PASSWORD"])
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def backends(admin: psycopg.Connection[Any], *, in_transaction: bool = False) -> int:

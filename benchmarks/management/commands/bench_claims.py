@@ -20,14 +20,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
+from benchmarks.fleet import percentile
 from coordination.errors import CoordinationError
 from coordination.models import Issue, Project, Workspace
 from coordination.services import agents, leases, logs
-
-
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    index = min(len(sorted_values) - 1, round(fraction * (len(sorted_values) - 1)))
-    return sorted_values[index]
 
 
 class Command(BaseCommand):

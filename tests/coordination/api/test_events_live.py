@@ -32,7 +32,6 @@ from tests.faults.database import (
     admin_connection,
     db_settings,
     pg_client_ports,
-    url_of_the_test_database,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,7 +43,6 @@ WOKEN_WITHIN = 15
 DEADLINE = 90  # seconds, for anything a step waits on
 WAITERS = 6  # on the waiting server's 2 workers × 4 threads
 STREAM_SECONDS = 2
-NEVER_REFUSES = "1000000/min"
 
 
 def in_thread(call: Callable[[], Any]) -> Any:
@@ -82,13 +80,11 @@ class Servers:
 
 def environment(file_database: Path | None) -> dict[str, str]:
     """The app's environment on the test database, with short streams."""
-    url = url_of_the_test_database() if file_database is None else f"sqlite:///{file_database}"
-    return harness.app_environment(
+    on_file = {} if file_database is None else {"DATABASE_URL": f"sqlite:///{file_database}"}
+    return harness.environment_on_this_database(
         {
-            "DATABASE_URL": url,
+            **on_file,
             "SECRET_KEY": "events-live-only",
-            "PROJEKTOR_THROTTLE_KEY": NEVER_REFUSES,
-            "PROJEKTOR_THROTTLE_ANON": NEVER_REFUSES,
             "PROJEKTOR_EVENT_STREAM_SECONDS": str(STREAM_SECONDS),
             "PROJEKTOR_EVENT_STREAM_KEEPALIVE_SECONDS": "1",
             "REDIS_URL": None,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -25,30 +24,14 @@ from benchmarks import server as harness
 from coordination.liveness import dialect
 from coordination.models import ApiKey
 from tests.faults.client import Outcome, call, wait_until
-from tests.faults.database import url_of_the_test_database
 
 WORKERS = 4
-NEVER_REFUSES = "1000000/min"
 EXPIRY_SECONDS = 15  # long enough to have every worker answer first, on a busy machine
-
-
-def database_url() -> str:
-    if connection.vendor == "postgresql":
-        return url_of_the_test_database()
-    return f"sqlite:///{connection.settings_dict['NAME']}"
 
 
 @pytest.fixture
 def server(tmp_path: Path, transactional_db: None) -> Iterator[harness.Server]:
-    env = harness.app_environment(
-        {
-            "DATABASE_URL": database_url(),
-            "SECRET_KEY": "keys-across-workers-only",
-            "PROJEKTOR_SESSION_TTL_SECONDS": str(settings.PROJEKTOR_SESSION_TTL_SECONDS),
-            "PROJEKTOR_THROTTLE_KEY": NEVER_REFUSES,
-            "PROJEKTOR_THROTTLE_ANON": NEVER_REFUSES,
-        }
-    )
+    env = harness.environment_on_this_database({"SECRET_KEY": "keys-across-workers-only"})
     with harness.gunicorn(
         env=env, workers=WORKERS, threads=1, log_path=tmp_path / "gunicorn.log"
     ) as running:

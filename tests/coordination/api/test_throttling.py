@@ -212,12 +212,6 @@ def _sqlite_database_with_key(path: Path, env: dict[str, str]) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def _test_database_url() -> str:
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 def _outside_window_edge(period: int, margin: float = 30) -> None:
     """Do not start a burst in the last seconds of a fixed window (it would reset)."""
     left = period - time.time() % period
@@ -237,7 +231,7 @@ def test_two_gunicorn_workers_share_the_counter(cache, tmp_path, workspace):
     }
     if connection.vendor == "postgresql":
         # The test database itself: the key made here is committed (transaction=True).
-        overrides["DATABASE_URL"] = _test_database_url()
+        overrides["DATABASE_URL"] = harness.database_url(connection.settings_dict)
         key, raw = ApiKey.issue(workspace, "fleet")
         ApiKey.objects.filter(pk=key.pk).update(id=_unshared_key_id())
         env = harness.app_environment(overrides)

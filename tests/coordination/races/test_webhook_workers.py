@@ -17,15 +17,14 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
-from benchmarks.server import app_environment
+from benchmarks.server import app_environment, database_url
 from coordination import feed
 from coordination.models import Event, EventType, Webhook, WebhookDelivery, Workspace
 from coordination.services import events, webhooks
 from coordination.webhook_worker import Worker, run_in_thread
 from tests.coordination.webhook_receiver import DEADLINE, Receiver, receiving, wait_until
-from tests.faults.database import url_of_the_test_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 State = WebhookDelivery.State
@@ -102,7 +101,7 @@ def test_two_workers_never_send_a_delivery_twice_or_out_of_order(workspace, rece
 def start_worker(log: Path) -> subprocess.Popen[bytes]:
     env = app_environment(
         {
-            "DATABASE_URL": url_of_the_test_database(),
+            "DATABASE_URL": database_url(connection.settings_dict),
             "PROJEKTOR_WEBHOOK_ALLOW_PRIVATE": "true",
             "PROJEKTOR_SESSION_TTL_SECONDS": str(settings.PROJEKTOR_SESSION_TTL_SECONDS),
         }
