@@ -21,7 +21,7 @@ class CoordinationConfig(AppConfig):
     verbose_name = "Coordination"
 
     def ready(self) -> None:
-        from coordination.api import schema  # noqa: F401  (registers the auth scheme)
+        from coordination.api.reference import hooks  # noqa: F401  (registers the auth scheme)
 
         post_migrate.connect(create_cache_tables, sender=self)
 

@@ -8,7 +8,7 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
-from coordination.api.schema import PublicDocsView, PublicSchemaView
+from coordination.api.reference.views import PublicDocsView, PublicSchemaView
 from coordination.guard import urls as guard_urls
 from heatmap import urls as heatmap_urls
 

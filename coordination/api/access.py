@@ -20,7 +20,7 @@ from rest_framework import exceptions, permissions
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
-from coordination.api import refusals as r
+from coordination.api.reference import refusals as r
 from coordination.api.serializers.fields import IdField
 from coordination.errors import Forbidden, InvalidInput
 from coordination.models import MAX_ID, ApiKey

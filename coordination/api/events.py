@@ -22,8 +22,8 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from coordination import feed
-from coordination.api import examples as x
 from coordination.api.auth import workspace_of
+from coordination.api.reference import examples as x
 from coordination.api.serializers.events import (
     EventPageSerializer,
     EventQuery,

@@ -6,8 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination.api import refusals as r
 from coordination.api.base import FilteredListViewSet, parse
+from coordination.api.reference import refusals as r
 from coordination.api.serializers.file_claims import (
     ClaimConflictSerializer,
     ClaimedFilesSerializer,

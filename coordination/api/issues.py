@@ -9,12 +9,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination.api import examples as x
-from coordination.api import refusals as r
 from coordination.api import serializers as s
 from coordination.api.access import key_of
 from coordination.api.auth import is_human
 from coordination.api.base import FilteredListViewSet, WorkspaceViewSet, parse
+from coordination.api.reference import examples as x
+from coordination.api.reference import refusals as r
 from coordination.filtersets import IssueFilter, LeaseFilter, WipCapDenialFilter
 from coordination.selectors import claims, issues, lookups
 from coordination.services import access, leases, projects, workflow

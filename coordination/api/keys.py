@@ -13,9 +13,9 @@ from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination.api import examples as x
 from coordination.api.access import key_of
 from coordination.api.base import FilteredListViewSet, parse
+from coordination.api.reference import examples as x
 from coordination.api.serializers.keys import (
     CreatedKeySerializer,
     KeyInput,

@@ -6,9 +6,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination.api import examples as x
-from coordination.api import refusals as r
 from coordination.api.base import FilteredListViewSet, WorkspaceViewSet, parse
+from coordination.api.reference import examples as x
+from coordination.api.reference import refusals as r
 from coordination.api.serializers.runs import (
     RunDispatchInput,
     RunFinishInput,

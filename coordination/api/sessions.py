@@ -6,10 +6,10 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination.api import examples as x
 from coordination.api.access import key_of
 from coordination.api.base import FilteredListViewSet, parse
-from coordination.api.refusals import SESSION_ENDED, errors
+from coordination.api.reference import examples as x
+from coordination.api.reference.refusals import SESSION_ENDED, errors
 from coordination.api.serializers.sessions import SessionRegisterInput, SessionSerializer
 from coordination.filtersets import SessionFilter
 from coordination.selectors import sessions

@@ -7,8 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordination.api import examples as x
 from coordination.api.base import WorkspaceViewSet, parse
+from coordination.api.reference import examples as x
 from coordination.api.serializers.webhooks import (
     CreatedWebhookSerializer,
     DeliveryQuery,

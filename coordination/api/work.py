@@ -6,10 +6,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from coordination.api import refusals as r
 from coordination.api.access import key_of
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
+from coordination.api.reference import refusals as r
 from coordination.api.serializers.work import (
     FinishedSerializer,
     FinishWorkInput,

@@ -6,8 +6,8 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from coordination import feed
-from coordination.api import examples as x
 from coordination.api.auth import WORKSPACE_PARAM
+from coordination.api.reference import examples as x
 from coordination.api.serializers.fields import IdField, SlugRefField
 from coordination.models import MAX_ID, Event, EventType
 

@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from coordination.api import examples as x
+from coordination.api.reference import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import (
     FenceField,

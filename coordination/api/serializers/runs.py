@@ -4,7 +4,7 @@ from django.core.validators import validate_slug
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from coordination.api import examples as x
+from coordination.api.reference import examples as x
 from coordination.api.serializers.fields import (
     BlankAsNullChoiceField,
     FenceField,

@@ -4,7 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from coordination.api import examples as x
+from coordination.api.reference import examples as x
 from coordination.api.serializers.base import FieldsBoundOnce
 from coordination.api.serializers.fields import IdField, SlugRefField, StrictCharField
 from coordination.models import AgentSession

@@ -5,7 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from coordination.api import examples as x
+from coordination.api.reference import examples as x
 from coordination.api.serializers.fields import StrictBooleanField, StrictCharField
 from coordination.models import EventType, Webhook, WebhookDelivery
 

@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from coordination.api import examples as x
+from coordination.api.reference import examples as x
 from coordination.api.serializers.fields import FenceField, IdField
 from coordination.api.serializers.file_claims import FileClaimSerializer, path_list
 from coordination.api.serializers.issues import IssueSerializer, ReportSerializer

@@ -8,16 +8,22 @@ import asyncio
 import copy
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 from django.conf import settings
+from django.utils.module_loading import import_string
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+import coordination
 from coordination import errors
+from coordination.api.reference import spectacular
 from coordination.mcp.tools import TOOLS
 from coordination.models import ApiKey, Issue
 from tests.api_helpers import V1, post
@@ -133,6 +139,28 @@ def test_every_tag_is_described_and_used(schema):
     assert {tag["name"] for tag in schema["tags"]} == used
     assert all(len(tag["description"]) > 40 for tag in schema["tags"])
     assert "api" not in used
+
+
+def test_the_settings_are_the_reference_packages_and_import_no_django():
+    """projektor/settings.py takes drf-spectacular's settings from the reference package,
+    whose module of settings imports nothing of Django's, and every hook they name is
+    there."""
+    assert settings.SPECTACULAR_SETTINGS is spectacular.SPECTACULAR_SETTINGS
+    named = [
+        *spectacular.SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"],
+        spectacular.SPECTACULAR_SETTINGS["GET_LIB_DOC_EXCLUDES"],
+    ]
+    assert all(callable(import_string(hook)) for hook in named)
+    probe = (
+        "import sys; import coordination.api.reference.spectacular; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'django', 'rest_framework', 'drf_spectacular'}))"
+    )
+    root = Path(coordination.__file__).parent.parent
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert ran.stdout.strip() == "[]"
 
 
 def test_every_operation_documents_the_client_errors_it_can_give(schema):

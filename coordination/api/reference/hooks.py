@@ -1,6 +1,8 @@
-"""The OpenAPI schema and docs: the bearer API-key scheme, the public views, and the
-hook that finishes the reference (the refusals every operation shares, the URL ids,
-the MCP tools)."""
+"""What drf-spectacular calls while it builds the reference: the bearer API-key scheme,
+the library classes whose docstrings describe nothing, and the postprocessing hook
+that finishes the document (the refusals every operation shares, the URL ids, the MCP
+tools). ``spectacular.SPECTACULAR_SETTINGS`` names them; coordination's AppConfig
+imports this module so that the scheme is registered."""
 
 from http import HTTPStatus
 from typing import Any
@@ -8,20 +10,10 @@ from typing import Any
 from django.urls import Resolver404, resolve
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from coordination.api import access
-from coordination.api.refusals import (
-    FORCE_TO_MINT,
-    Refusal,
-    by_status,
-    error_schema,
-    shared_refusals,
-)
+from coordination.api.reference.refusals import FORCE_TO_MINT, Refusal, by_status, error_schema
+from coordination.api.reference.shared import shared_refusals
 from coordination.mcp.tools import TOOLS  # a table of plain data: no import cycle
 
 
@@ -39,29 +31,6 @@ def lib_doc_excludes() -> list[type]:
     from coordination.api.serializers.base import FieldsBoundOnce
 
     return [*get_lib_doc_excludes(), FieldsBoundOnce]
-
-
-class PublicDocsMixin(APIView):
-    """The schema and the docs are public: no key is checked (a wrong one is not a
-    401 here), but they are throttled per address like any anonymous request, and
-    a refusal answers in the API's JSON error shape, not as text under HTML."""
-
-    authentication_classes = []
-    permission_classes = [AllowAny]
-
-    def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
-        request = self.request
-        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
-        return response
-
-
-class PublicSchemaView(PublicDocsMixin, SpectacularAPIView):
-    pass
-
-
-class PublicDocsView(PublicDocsMixin, SpectacularSwaggerView):
-    pass
 
 
 # --- the postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]) ---------------
