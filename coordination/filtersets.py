@@ -1,4 +1,6 @@
-"""One FilterSet per listed resource: the query parameters of docs/api.md."""
+"""One FilterSet per listed resource: the query parameters of docs/api.md. A list
+selector (``coordination.selectors.*.*_list``) reads its query through one; the API's
+view names the same FilterSet, so that the reference documents its parameters."""
 
 from datetime import UTC
 from typing import Any
