@@ -7,11 +7,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from rest_framework.settings import api_settings
 
 from benchmarks import direct, load
 from coordination.liveness import dialect
+from coordination.models import Issue
 from coordination.paths import lock_nodes
 from coordination.services import locking, sql
+from coordination.services.file_claims import claim
 
 
 def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectTarget:
@@ -24,10 +27,20 @@ def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectT
         key_hash=bench.key_hash,
         advisory_namespace=locking.ADVISORY_LOCK_KEYS["file_claim_path"],
         event_namespace=locking.ADVISORY_LOCK_KEYS["event_log"],
+        closed_statuses=frozenset(str(status) for status in Issue.CLOSED_STATUSES),
+        conflicts_shown=claim.MAX_CONFLICTS_SHOWN,
+        page_size=api_page_size(),
         # Every node a claim of those paths locks: the paths and the directories above.
         lock_keys={node: locking.path_lock_key(bench.pk, node) for node in lock_nodes(paths)},
         prepare_threshold=options.get("prepare_threshold"),
     )
+
+
+def api_page_size() -> int:
+    """How many rows a page of the API's lists holds (DRF's PAGE_SIZE)."""
+    size = api_settings.PAGE_SIZE
+    assert size, "the API pages its lists"
+    return int(size)
 
 
 # Django's own connection settings, not libpq's.

@@ -46,8 +46,13 @@ and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
 release, the lists) is built by the same ``coordination.services.sql`` builders the
 services call, which import nothing from Django, so this process never does; only
 each client's own session, opened before the runs and ended after them, is written
-out here. The command counts each request's statements on both sides and fails the
-run when they differ: this module has to follow the services.
+out here. The values the services decide with (the closed statuses, how many
+conflicts an event shows, the API's page size) come in the ``DirectTarget``, read off
+Django by the command, never copied. The command counts each request's statements on
+both sides and fails the run when they differ, and a test
+(tests/benchmarks/test_direct_follows_the_services.py) replays each operation's rows
+to this driver and requires the services' very statements, in their order: this module
+has to follow the services.
 """
 
 from benchmarks.direct.connection import DirectTarget, Refused

@@ -21,6 +21,10 @@ class DirectTarget:
     key_hash: str  # coordination.models.hash_api_key(raw key)
     advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
     event_namespace: int  # locking.ADVISORY_LOCK_KEYS["event_log"]
+    # The services' own values, as plain data (the command reads them off Django):
+    closed_statuses: frozenset[str]  # Issue.CLOSED_STATUSES
+    conflicts_shown: int  # file_claims.claim.MAX_CONFLICTS_SHOWN
+    page_size: int  # the API's pages (REST_FRAMEWORK["PAGE_SIZE"])
     # locking.path_lock_key(workspace, node) for every node a claim of the paths an
     # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)

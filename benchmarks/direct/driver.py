@@ -7,19 +7,21 @@ from benchmarks.workload import AgentPlan, run_agent
 from coordination.paths import lock_nodes, meeting_point, overlapping_pairs
 from coordination.services import sql
 
-MAX_CONFLICTS_SHOWN = 100  # file_claims.claim.MAX_CONFLICTS_SHOWN (Django's side)
-
-PAGE_SIZE = 100  # REST_FRAMEWORK["PAGE_SIZE"]
-CLOSED_STATUSES = ("done", "cancelled")
-
-
 # Where the services' statements put what the bench reads of their rows.
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
 STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
 ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
+PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.workspace_issue)
 SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
 FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
 RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project
+# sql.overlapping_holders and sql.insert_claims: a claim's columns (the agent's and the
+# session's liveness after them).
+HOLDER_ISSUE_AT = sql.COLUMNS[sql.CLAIM].index("issue_id")
+HOLDER_SESSION_AT = sql.COLUMNS[sql.CLAIM].index("session_id")
+HOLDER_AGENT_AT = sql.COLUMNS[sql.CLAIM].index("agent_id")
+HOLDER_PATH_AT = sql.COLUMNS[sql.CLAIM].index("path")
+HOLDER_AGENT_NAME_AT = len(sql.COLUMNS[sql.CLAIM]) + sql.COLUMNS[sql.AGENT].index("name")
 
 
 class DirectDriver(DirectConnection):
@@ -86,7 +88,7 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if claimer[SESSION_AT] is None:
             raise Refused("400")
-        if claimer[STATUS_AT] in CLOSED_STATUSES:
+        if claimer[STATUS_AT] in self.target.closed_statuses:
             raise Refused("409 invalid_transition")
         lease = self.send(  # leases.insert_lease_within_cap
             sql.insert_lease_within_cap(
@@ -180,7 +182,7 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if row is None:
             raise Refused("404")
-        self.project_id = int(row[2])  # sql.COLUMNS[ISSUE]: id, workspace_id, project_id
+        self.project_id = int(row[PROJECT_AT])
         with self.transaction():
             return self.attempt_claim(paths)
 
@@ -197,22 +199,29 @@ class DirectDriver(DirectConnection):
         if not row[-1]:
             raise Refused("409 session_not_live")
         status = self.lock_paths_and_issues(paths, sql.overlap_of(paths))
-        if status in CLOSED_STATUSES:
+        if status in self.target.closed_statuses:
             raise Refused("409 invalid_transition")
         overlap = sql.overlap_of(paths)
         holders = self.send(  # file_claims.overlapping_claims(lock=True)
             sql.overlapping_holders(self.dialect, workspace_id=self.workspace_id, overlap=overlap)
         ).fetchall()
-        # Columns: id 0, workspace 1, issue 2, session 3, agent 4, path 5 ... live last.
-        holding = [row for row in holders if row[3] is None or row[-1]]
-        contested = [row for row in holding if row[2] != issue_id]
-        kept = {row[5] for row in holding if row[2] == issue_id and row[5] in paths}
+        issue_at, session_at, path_at = HOLDER_ISSUE_AT, HOLDER_SESSION_AT, HOLDER_PATH_AT
+        holding = [row for row in holders if row[session_at] is None or row[-1]]  # live last
+        contested = [row for row in holding if row[issue_at] != issue_id]
+        kept = {row[path_at] for row in holding if row[issue_at] == issue_id}
+        kept &= set(paths)
         if contested:
-            by_path = {row[5]: row for row in contested}
+            by_path = {row[path_at]: row for row in contested}
             pairs = [(path, by_path[held]) for path, held in overlapping_pairs(paths, by_path)]
             self.log_conflicts(pairs)
             conflicts = [
-                {"path": path, "held_path": row[5], "issue": row[2], "session": row[3]}
+                {
+                    "path": path,
+                    "held_path": row[path_at],
+                    "issue": row[issue_at],
+                    "session": row[session_at],
+                    "agent": row[HOLDER_AGENT_NAME_AT],  # file_claims.check.Holder
+                }
                 for path, row in pairs
             ]
             self.write_event(  # file_claims.announce_refusal
@@ -220,7 +229,7 @@ class DirectDriver(DirectConnection):
                 project_id=self.project_id,
                 data={
                     "paths": paths,
-                    "conflicts": conflicts[:MAX_CONFLICTS_SHOWN],
+                    "conflicts": conflicts[: self.target.conflicts_shown],
                     "conflicts_total": len(conflicts),
                 },
             )
@@ -242,7 +251,7 @@ class DirectDriver(DirectConnection):
             self.write_event(
                 "claims.granted",
                 project_id=self.project_id,
-                data={"paths": sorted(row[5] for row in inserted)},
+                data={"paths": sorted(row[HOLDER_PATH_AT] for row in inserted)},
             )
         return "201"
 
@@ -273,13 +282,13 @@ class DirectDriver(DirectConnection):
         overlapping holder), at the deeper path, in one INSERT."""
         rows = [
             sql.ConflictRow(
-                path=meeting_point(path, row[5]),
+                path=meeting_point(path, row[HOLDER_PATH_AT]),
                 rejected_issue_id=self.plan.issue_id,
                 rejected_session_id=self.session_id,
                 rejected_agent_id=self.plan.agent_id,
-                holding_issue_id=row[2],
-                holding_session_id=row[3],
-                holding_agent_id=row[4],
+                holding_issue_id=row[HOLDER_ISSUE_AT],
+                holding_session_id=row[HOLDER_SESSION_AT],
+                holding_agent_id=row[HOLDER_AGENT_AT],
             )
             for path, row in pairs
         ]
@@ -327,7 +336,8 @@ class DirectDriver(DirectConnection):
         live = sql.SessionList(workspace_id=self.workspace_id, live=True)
         (count,) = self.send(sql.session_count(self.dialect, live)).fetchone()
         if count:
-            self.send(sql.session_page(self.dialect, live, limit=PAGE_SIZE, offset=0)).fetchall()
+            page = sql.session_page(self.dialect, live, limit=self.first_page(count), offset=0)
+            self.send(page).fetchall()
         return "200"
 
     def list_ready_issues(self) -> str:
@@ -340,8 +350,14 @@ class DirectDriver(DirectConnection):
         queue = sql.Queue(workspace_id=self.workspace_id)
         (count,) = self.send(sql.queue_count(self.dialect, queue)).fetchone()
         if count:
-            self.send(sql.queue_page(self.dialect, queue, limit=PAGE_SIZE, offset=0)).fetchall()
+            page = sql.queue_page(self.dialect, queue, limit=self.first_page(count), offset=0)
+            self.send(page).fetchall()
         return "200"
+
+    def first_page(self, count: int) -> int:
+        """How many rows Django's paginator asks for on the first page: a full page,
+        or all of them when there are fewer."""
+        return min(self.target.page_size, count)
 
 
 def main(plan: AgentPlan, target: DirectTarget, barrier: Any, results: Any) -> None:
