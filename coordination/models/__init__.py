@@ -14,6 +14,7 @@ from coordination.models.holdings import (
     ReleaseReason,
     WipCapDenial,
 )
+from coordination.models.links import ORDERED_TYPES, ExpectedPath, IssueLink, LinkType
 from coordination.models.runs import (
     Run,
     RunQuerySet,
@@ -48,12 +49,16 @@ __all__ = [
     "ClaimConflict",
     "Event",
     "EventType",
+    "ExpectedPath",
     "FileClaim",
     "HolderQuerySet",
     "Holding",
     "Issue",
     "IssueLease",
+    "IssueLink",
+    "LinkType",
     "MAX_ID",
+    "ORDERED_TYPES",
     "Message",
     "Project",
     "ReleaseReason",
