@@ -143,12 +143,8 @@ def claim(client: Client, session: int, path: str) -> int:
         client.post(f"/sessions/{session}/heartbeat/", idempotent=True)
         client.post("/file-claims/", body)
         return OK
-    except Refused as refused:
+    except Refused as refused:  # session_ended (409) among them: the work is over
         return refusal(refused, issue, path)
-    except UsageError as error:
-        if error.code == "session_ended":
-            return over(issue, "its session was ended")
-        raise
 
 
 def refusal(refused: Refused, issue: int, path: str) -> int:

@@ -76,6 +76,7 @@ class UnitWork:
             self.arm()
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
+            self.runner.skipped.add(unit.id)  # with --next: other work, not this again
             self.end_session()
             return REFUSED
         except Interrupted:

@@ -1,0 +1,117 @@
+"""The command's configuration, its subcommands and their exit statuses: 0 done,
+1 refused, 2 usage or configuration, 3 unreachable; never a traceback."""
+
+import json
+import subprocess
+import sys
+
+from tests.agent.conftest import clean_env, unique
+
+CLOSED_PORT_URL = "http://127.0.0.1:9"
+
+
+def bare(*args, cwd, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "projektor_agent", *args],
+        cwd=cwd,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_missing_configuration_names_the_variable_and_the_git_key(tmp_path, repo, live):
+    done = bare("whoami", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "PROJEKTOR_URL (or git config projektor.url)" in done.stderr
+    assert "PROJEKTOR_API_KEY (or git config projektor.apiKey)" in done.stderr
+    bad = bare("whoami", cwd=tmp_path, PROJEKTOR_URL="ftp://x", PROJEKTOR_API_KEY="k")
+    assert bad.returncode == 2 and "http://" in bad.stderr
+    # git config is read when the environment says nothing.
+    subprocess.run(["git", "config", "projektor.url", live.url], cwd=repo, env=clean_env())
+    subprocess.run(["git", "config", "projektor.apiKey", "wrong"], cwd=repo, env=clean_env())
+    wrong = bare("whoami", cwd=repo)
+    assert wrong.returncode == 2 and "PROJEKTOR_API_KEY" in wrong.stderr
+    for done in (bad, wrong):
+        assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_server_is_exit_3(tmp_path):
+    done = bare("ready", cwd=tmp_path, PROJEKTOR_URL=CLOSED_PORT_URL, PROJEKTOR_API_KEY="k")
+    assert done.returncode == 3 and "cannot reach" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_subcommands_answer_in_text_or_json_and_a_refusal_names_the_holder(api, projektor, repo):
+    project = api.project()
+    issue = api.issue(project, "Tidy the router")
+    me = projektor("whoami", "--json", cwd=repo, agent="atlas")
+    assert me.returncode == 0 and json.loads(me.stdout)["kind"] == "fleet"
+    ready = projektor("ready", "--project", project, cwd=repo)
+    assert ready.returncode == 0 and "Tidy the router" in ready.stdout
+    shown = projektor("show", str(issue["id"]), "--json", cwd=repo)
+    assert json.loads(shown.stdout)["title"] == "Tidy the router"
+
+    started = projektor(
+        "start", str(issue["id"]), "src/router.py", "--json", cwd=repo, agent="atlas"
+    )
+    assert started.returncode == 0, started.stderr
+    session = json.loads(started.stdout)["session"]["id"]
+    inside = {"PROJEKTOR_SESSION": str(session), "PROJEKTOR_ISSUE": str(issue["id"])}
+    assert projektor("heartbeat", cwd=repo, **inside).returncode == 0
+    assert projektor("claim", "src/urls.py", cwd=repo, **inside).returncode == 0
+
+    other = api.issue(project, "Another")
+    check = projektor("check", "src/urls.py", "--issue", str(other["id"]), cwd=repo)
+    assert check.returncode == 1
+    assert f"src/urls.py is claimed by issue {issue['id']} (agent atlas)" in check.stdout
+    held = projektor("start", str(issue["id"]), "--json", cwd=repo, agent="boreas")
+    assert held.returncode == 1
+    assert f"issue {issue['id']} (agent atlas" in held.stderr
+    assert json.loads(held.stdout)["error"]["code"] == "lease_held"
+    theirs = {"PROJEKTOR_SESSION": str(session), "PROJEKTOR_ISSUE": str(other["id"])}
+    conflict = projektor("claim", "src/router.py", cwd=repo, **theirs)
+    assert conflict.returncode == 1
+    assert f"src/router.py is claimed by issue {issue['id']} (agent atlas)" in conflict.stderr
+
+    posted = projektor("message", f"issue:{issue['id']}", "Almost there", cwd=repo, **inside)
+    assert posted.returncode == 0
+    events = projektor("events", "--issue", str(issue["id"]), "--json", cwd=repo)
+    assert events.returncode == 0 and '"message.posted"' in events.stdout
+    finished = projektor(
+        "finish", "--summary", "Tidied", "--verification", "make test", cwd=repo, **inside
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert api.get(f"/issues/{issue['id']}/")["status"] == "in_review"
+    usage = projektor("start", cwd=repo)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+    for done in (held, conflict, check, usage):
+        assert "Traceback" not in done.stderr
+
+
+def test_an_agent_command_that_does_not_exist_is_exit_2_and_the_lease_released(
+    api, projektor, repo
+):
+    issue = api.issue(api.project())
+    done = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        "--",
+        "no-such-agent-xyz",
+        "{issue}",
+        cwd=repo,
+        agent=unique("orion"),
+    )
+    assert done.returncode == 2
+    assert "no-such-agent-xyz" in done.stderr and "Traceback" not in done.stderr
+    back = api.get(f"/issues/{issue['id']}/")
+    assert back["status"] == "todo" and back["lease"] is None
+    [lease] = api.leases(issue["id"])
+    assert lease["release_reason"] == "released"
+
+
+def test_run_without_work_or_command_is_a_usage_error(projektor, repo):
+    assert projektor("run", "--next", cwd=repo, agent="x").returncode == 2
+    assert projektor("run", "--", "true", cwd=repo, agent="x").returncode == 2
