@@ -93,6 +93,7 @@ def start_work(
                     issue_id=issue.pk,
                     to=Issue.Status.IN_PROGRESS,
                     by_human=False,
+                    session=session,
                 )
             # After the file claims, as the transition: the issue's row lock comes last.
             leases.assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
@@ -172,7 +173,12 @@ def finish_work(
         # The issue first (the order a close takes: issue, then its claims), so a
         # claimer holding the issue FOR SHARE and waiting on a claim cannot deadlock us.
         moved = workflow.transition_issue(
-            workspace=workspace, issue_id=issue.pk, to=to, by_human=False, report=report
+            workspace=workspace,
+            issue_id=issue.pk,
+            to=to,
+            by_human=False,
+            report=report,
+            session=session,
         )
         # A close has released them already (issue_closed); otherwise release them now.
         file_claims.release_claims(

@@ -3,7 +3,15 @@
 from typing import Any
 
 from coordination.errors import Forbidden, InvalidTransition
-from coordination.models import Agent, EventType, Issue, IssueLease, ReleaseReason, Workspace
+from coordination.models import (
+    Agent,
+    AgentSession,
+    EventType,
+    Issue,
+    IssueLease,
+    ReleaseReason,
+    Workspace,
+)
 from coordination.selectors import lookups
 from coordination.services import events, file_claims, leases, messages
 
@@ -120,12 +128,15 @@ def transition_issue(
     by_human: bool,
     report: dict[str, str] | None = None,
     author: Agent | None = None,
+    session: AgentSession | None = None,
 ) -> Issue:
     """Move the issue; closing it releases its lease and file claims ``issue_closed``.
 
-    A ``report`` is recorded on the issue and posted to it (signed by ``author``, an
-    agent key's agent); entering ``in_review`` or ``done`` needs one if the issue was
-    ever leased (``missing: ["report"]``).
+    The mover is ``session`` (start_work, finish_work) and its agent, else ``author``
+    (an agent key's agent), else a person: the event names whichever it is. A
+    ``report`` is recorded on the issue and posted to it, signed by the mover;
+    entering ``in_review`` or ``done`` needs one if the issue was ever leased
+    (``missing: ["report"]``).
     """
     with events.change():
         issue = lookups.get_issue(workspace, issue_id, for_update=True)
@@ -136,6 +147,8 @@ def transition_issue(
             EventType.ISSUE_TRANSITIONED,
             project_id=issue.project_id,
             issue_id=issue.pk,
+            session_id=session.pk if session is not None else None,
+            agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
             data={"from": issue.status, "to": to},
         )
         issue.status = to
@@ -149,7 +162,7 @@ def transition_issue(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),
                 body=report_message(report),
-                session=None,
+                session=session,
                 author=author,
             )
         if to in Issue.CLOSED_STATUSES:

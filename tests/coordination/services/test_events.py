@@ -670,6 +670,7 @@ def test_start_and_finish_work_announce_every_step(workspace, make_issue):
             EventType.ISSUE_TRANSITIONED,
             project="core",
             issue=issue.pk,
+            session=session,
             data={"from": "in_progress", "to": "in_review"},
         ),
         expected(
@@ -686,6 +687,48 @@ def test_start_and_finish_work_announce_every_step(workspace, make_issue):
         EventType.CLAIMS_RELEASED,
         EventType.LEASE_RELEASED,
         EventType.SESSION_ENDED,
+    ]
+
+
+def test_every_event_of_start_and_finish_work_names_the_session_and_its_agent(
+    workspace, make_issue
+):
+    """Whatever a session causes is announced as its own: the transitions of
+    start_work and finish_work and the completion report included."""
+    issue = make_issue(status="todo")
+    mark = cursor()
+    started = work.start_work(
+        workspace=workspace, agent_name="coder-1", issue_id=issue.pk, paths=["w.py"]
+    )
+    work.finish_work(
+        workspace=workspace, session_id=started.session.pk, issue_id=issue.pk, report=REPORT
+    )
+
+    announced = since(mark)
+    assert len(announced) == 10
+    assert {(event["session"], event["agent"]) for event in announced} == {
+        (started.session.pk, "coder-1")
+    }
+    moves = since(mark, EventType.ISSUE_TRANSITIONED)
+    assert [(move["data"]["to"], move["agent"]) for move in moves] == [
+        ("in_progress", "coder-1"),
+        ("in_review", "coder-1"),
+    ]
+
+
+def test_a_transition_by_an_agent_key_names_its_agent(workspace, issue, agent):
+    mark = cursor()
+    workflow.transition_issue(
+        workspace=workspace, issue_id=issue.pk, to="todo", by_human=False, author=agent
+    )
+    assert since(mark) == [
+        expected(
+            EventType.ISSUE_TRANSITIONED,
+            project="core",
+            issue=issue.pk,
+            agent=agent.name,
+            data={"from": "backlog", "to": "todo"},
+        )
     ]
 
 

@@ -1,6 +1,9 @@
 """start_work and finish_work: the unit of work's assignee, status and rollback."""
 
+import re
+
 import pytest
+from django.test import Client
 
 from coordination.errors import FileConflict, LeaseHeld
 from coordination.models import (
@@ -91,3 +94,16 @@ def test_start_work_is_refused_under_another_issues_directory_and_logs_each_pair
 
     started = start(workspace, issue, paths=["docs/", "lib/x.py"])
     assert [c.path for c in started.claims] == ["docs/", "lib/x.py"]
+
+
+def test_the_issue_page_names_the_agent_that_started_the_work(workspace, make_issue, alice):
+    issue = make_issue(status="todo")
+    start(workspace, issue)
+    client = Client()
+    client.force_login(alice)
+
+    page = client.get(f"/workspaces/{workspace.slug}/issues/{issue.pk}/").content.decode()
+
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "Moved from todo to in_progress by erin" in text
+    assert "someone (no agent)" not in text
