@@ -14,7 +14,7 @@ from coordination.errors import (
     WipLimitReached,
 )
 from coordination.models import IssueLease, Project, ReleaseReason, WipCapDenial
-from coordination.services import file_claims, leases, locking, work, workflow
+from coordination.services import agents, file_claims, leases, locking, work, workflow
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease, lease_fences
 from tests.coordination.races.conftest import FENCE_ROUNDS, hold_and_race, run_in_threads
@@ -44,6 +44,8 @@ def test_64_claimers_of_one_issue_get_exactly_one_lease(workspace, issue, make_s
 def test_wip_cap_holds_under_64_concurrent_claims_20_times(workspace, make_issue, make_session):
     sessions = [make_session(f"agent-{n}") for n in range(THREADS)]
     for round_number in range(20):
+        for session in sessions:  # as a live fleet does: the rounds may outlast the TTL
+            agents.heartbeat_session(workspace=workspace, session_id=session.pk)
         project = Project.objects.create(
             workspace=workspace, key=f"p{round_number}", name="Race", agent_wip_limit=3
         )
