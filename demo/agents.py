@@ -15,7 +15,7 @@ from coordination.errors import (
     WorktreeUnresolved,
 )
 from coordination.models import Issue
-from coordination.services import agents, file_claims, leases, projects, worktrees
+from coordination.services import agents, file_claims, leases, projects, runs
 from demo import world
 from demo.state import (
     CRASH_CHANCE,
@@ -139,7 +139,7 @@ class Agents(State):
         assert worker.issue_id is not None and worker.session_id is not None
         issue_id = worker.issue_id
         try:
-            run = worktrees.dispatch_run(
+            run = runs.dispatch_run(
                 workspace=self.workspace, session_id=worker.session_id, issue_id=issue_id
             )
         except WorktreeBusy as busy:
@@ -173,7 +173,7 @@ class Agents(State):
     def finish_run(self, worker: Worker, *, failed: bool) -> None:
         """Report the slot's run; a success is a step of progress on the issue."""
         assert worker.run_id is not None
-        worktrees.finish_run(
+        runs.finish_run(
             workspace=self.workspace,
             run_id=worker.run_id,
             outcome="failed" if failed else "succeeded",

@@ -19,6 +19,7 @@ from coordination.api.serializers.runs import (
 from coordination.filtersets import RunFilter
 from coordination.selectors import runs
 from coordination.services import worktrees
+from coordination.services.runs import dispatch_run, finish_run
 
 
 @extend_schema(tags=["Worktrees and runs"])
@@ -93,7 +94,7 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     )
     def create(self, request: Request) -> Response:
         data = parse(RunDispatchInput, request)
-        run = worktrees.dispatch_run(
+        run = dispatch_run(
             workspace=self.workspace, session_id=data["session"], issue_id=data["issue"]
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -115,7 +116,7 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     @action(detail=True, methods=["post"])
     def finish(self, request: Request, pk: str) -> Response:
         data = parse(RunFinishInput, request)
-        run = worktrees.finish_run(
+        run = finish_run(
             workspace=self.workspace,
             run_id=int(pk),
             outcome=data["outcome"],

@@ -12,7 +12,7 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import sessions, shown_session
-from coordination.services import access, events, file_claims, leases, sql, worktrees
+from coordination.services import access, events, file_claims, leases, runs, sql
 from coordination.services.projects import reference_in
 from coordination.services.rows import dialect, execute, fetchone
 
@@ -81,6 +81,6 @@ def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
         ):
             leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)
-            worktrees.release_session_locks(session=session, reason=ReleaseReason.AGENT_ENDED)
+            runs.end_session_runs(session=session, reason=ReleaseReason.AGENT_ENDED)
             events.session_event(session, EventType.SESSION_ENDED)
     return sessions(workspace).get(pk=session_id)

@@ -39,7 +39,7 @@ finish_work                   issue ``FOR NO KEY UPDATE`` (transition) → claim
 end_session                   session row → lease rows → claim rows by path
                               → worktree-lock rows
 run dispatch                  lease claim (its own transaction) → worktree row ``FOR NO
-(``worktrees.dispatch_run``)  KEY UPDATE`` → worktree-lock row
+(``runs.dispatch_run``)       KEY UPDATE`` → worktree-lock row
 finish_run / operator force   run row → worktree-lock row
 heartbeat                     the session row only
 ============================  =====================================================

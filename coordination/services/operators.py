@@ -23,7 +23,7 @@ from coordination.models import (
     Run,
     WorktreeLock,
 )
-from coordination.services import agents, events, file_claims, messages, workflow, worktrees
+from coordination.services import agents, events, file_claims, messages, runs, workflow
 from coordination.services.common import release_unreleased
 from coordination.services.leases import release_leases
 
@@ -118,7 +118,7 @@ def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str
         with events.change():
             # The run before its lock: the order finish_run takes them in (locking).
             cancelled = lock.run_id is not None and bool(
-                worktrees.cancel_runs(Run.objects.filter(pk=lock.run_id), detail=reason)
+                runs.cancel_runs(Run.objects.filter(pk=lock.run_id), detail=reason)
             )
             if not release_unreleased(
                 WorktreeLock.objects.filter(pk=lock.pk), ReleaseReason.OVERRIDDEN

@@ -1,10 +1,11 @@
-"""Worktrees, per-run lock modes and run dispatch (invariant 10).
+"""Worktrees, the lock a run takes on one, and which lock that is (invariant 10).
 
 A run that mutates a working tree holds that worktree exclusively; a run that
 touches no files (planning, drafting, review of text) holds nothing and runs fully
 in parallel. Which of the two a run gets is decided in one place,
 ``resolve_run_lock``, from the issue's own state; a misconfiguration is a recorded,
-visible error, never a silent serialisation on some other worktree.
+visible error, never a silent serialisation on some other worktree. Dispatching and
+finishing the runs themselves: ``coordination.services.runs``.
 """
 
 from __future__ import annotations
@@ -14,28 +15,17 @@ from typing import Any, ClassVar, TypeAlias, assert_never
 
 from django.db import IntegrityError
 
-from coordination.errors import (
-    InvalidInput,
-    RunNotRunning,
-    StaleFence,
-    WorktreeBusy,
-    WorktreeUnresolved,
-)
-from coordination.liveness import DbNow
+from coordination.errors import InvalidInput, StaleFence, WorktreeUnresolved
 from coordination.models import (
     Agent,
     AgentSession,
-    EventType,
     Issue,
-    ReleaseReason,
     Run,
     Workspace,
     Worktree,
     WorktreeLock,
 )
-from coordination.selectors import lookups
-from coordination.selectors.runs import runs as shown_runs
-from coordination.services import events, leases, reclaim, sql
+from coordination.services import events, reclaim, sql
 from coordination.services.common import release_unreleased
 from coordination.services.locking import lock_worktree
 from coordination.services.rows import dialect, fetchone
@@ -122,7 +112,18 @@ def _same_workspace(worktree: Worktree, *, issue: Issue) -> Worktree:
     return worktree
 
 
-# --- dispatch -------------------------------------------------------------------
+def lock_fields(lock: RunLock) -> dict[str, Any]:
+    """The run's columns for a resolution; exhaustive, so a new kind fails mypy."""
+    match lock:
+        case ExclusiveLock(worktree=worktree):
+            return {"lock_mode": lock.lock_mode, "worktree": worktree}
+        case NoLock():
+            return {"lock_mode": lock.lock_mode, "worktree": None}
+        case _:
+            assert_never(lock)
+
+
+# --- locks ----------------------------------------------------------------------
 
 
 def insert_lock(*, workspace_id: int, worktree_id: int, session_id: int, run_id: int) -> int | None:
@@ -211,169 +212,6 @@ def describe_holder(lock: WorktreeLock | None) -> dict[str, Any]:
     }
 
 
-def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run:
-    """Dispatch ``issue`` to a live session: lease, resolve, lock, record the run.
-
-    The lease is taken first if the session lacks it, with ``claim_issue``'s own
-    errors; it runs outside this function's transactions because a WIP refusal
-    commits its denial row before raising. The two failures are recorded as runs so
-    the operator sees the cause, and are raised only after that record commits:
-
-    - unresolved → lease released ``worktree_unresolved``, run ``skipped``, 422;
-    - worktree held by a live run → run ``cancelled``, lease kept (the agent
-      retries on its next beat), 409 naming the holder.
-    """
-    issue = lookups.get_issue(workspace, issue_id)
-    session = lookups.get_session(workspace, session_id)
-    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
-    agent = session.agent
-    try:
-        lock = resolve_run_lock(issue=issue, agent=agent)
-    except WorktreeConfigurationError as error:
-        run = record_unresolved(workspace=workspace, issue=issue, session=session, error=error)
-        error.extra["run"] = run.pk
-        raise
-    busy: WorktreeBusy | None = None
-    with events.change():
-        run = Run.objects.create(
-            workspace=workspace,
-            issue=issue,
-            session=session,
-            agent=agent,
-            status=Run.Status.RUNNING,
-            **lock_fields(lock),
-        )
-        match lock:
-            case ExclusiveLock(worktree=worktree):
-                taken = acquire_worktree_lock(run=run, worktree=worktree)
-                if taken is not None:
-                    busy = record_busy(run=run, worktree=worktree, holder=taken.holder)
-            case NoLock():
-                pass
-            case _:
-                assert_never(lock)
-        if busy is None:
-            run_event(
-                run,
-                EventType.RUN_DISPATCHED,
-                project_id=issue.project_id,
-                data={
-                    "lock_mode": run.lock_mode,
-                    "worktree": run.worktree.slug if run.worktree is not None else None,
-                },
-            )
-    if busy is not None:
-        raise busy
-    return shown_runs(workspace).get(pk=run.pk)
-
-
-def lock_fields(lock: RunLock) -> dict[str, Any]:
-    """The run's columns for a resolution; exhaustive, so a new kind fails mypy."""
-    match lock:
-        case ExclusiveLock(worktree=worktree):
-            return {"lock_mode": lock.lock_mode, "worktree": worktree}
-        case NoLock():
-            return {"lock_mode": lock.lock_mode, "worktree": None}
-        case _:
-            assert_never(lock)
-
-
-def record_unresolved(
-    *, workspace: Workspace, issue: Issue, session: AgentSession, error: WorktreeUnresolved
-) -> Run:
-    """Release the lease and record the skipped run, committed before the 422."""
-    with events.change():
-        leases.release_leases(
-            reason=ReleaseReason.WORKTREE_UNRESOLVED,
-            issue_id=issue.pk,
-            session_id=session.pk,
-        )
-        run = Run.objects.create(
-            workspace=workspace,
-            issue=issue,
-            session=session,
-            agent=session.agent,
-            lock_mode=Run.LockMode.NONE,
-            worktree=None,
-            status=Run.Status.SKIPPED,
-            error=Run.Error.WORKTREE_UNRESOLVED,
-            error_detail=error.detail,
-            finished_at=DbNow(),
-        )
-        run_event(
-            run,
-            EventType.RUN_NOT_STARTED,
-            project_id=issue.project_id,
-            data={"error": Run.Error.WORKTREE_UNRESOLVED},
-        )
-    return run
-
-
-def run_event(run: Run, type: str, *, project_id: int | None = None, data: dict[str, Any]) -> None:
-    """A run's event: ``data`` and the run's id, for its issue, session and agent."""
-    if project_id is None:
-        project_id = Issue.objects.values_list("project_id", flat=True).get(pk=run.issue_id)
-    events.record(
-        run.workspace_id,
-        type,
-        project_id=project_id,
-        issue_id=run.issue_id,
-        session_id=run.session_id,
-        agent_id=run.agent_id,
-        data={"run": run.pk, **data},
-    )
-
-
-def record_busy(*, run: Run, worktree: Worktree, holder: WorktreeLock | None) -> WorktreeBusy:
-    """Mark ``run`` cancelled for a busy worktree; the caller raises after commit."""
-    named = describe_holder(holder)
-    detail = (
-        f"Worktree {worktree.slug!r} is locked by run {named['run']} of session "
-        f"{named['session']} (agent {named['agent']!r}); retry when it finishes."
-    )
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.CANCELLED,
-        error=Run.Error.WORKTREE_BUSY,
-        error_detail=detail,
-        finished_at=DbNow(),
-    )
-    run_event(run, EventType.RUN_NOT_STARTED, data={"error": Run.Error.WORKTREE_BUSY})
-    return WorktreeBusy(detail, holder=named, run=run.pk)
-
-
-def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | None = None) -> Run:
-    """End a running run with ``outcome`` and release its lock as ``released``.
-
-    Compare-and-set on ``status = 'running'``: of two finishers, the second sees
-    0 rows and gets ``run_not_running``.
-
-    With ``fence`` (the fence of the run's worktree lock), the lock is released by a
-    second compare-and-set, ``released_at IS NULL AND fence = %s``, in the same
-    transaction: if the lock was reclaimed meanwhile (``expired``, by a dispatcher
-    that found the run's session dead), it matches nothing and the whole finish is
-    rolled back with ``stale_fence``: the run stays as it was. On PostgreSQL that
-    UPDATE and the reclaim's UPDATE of the lock row queue on its row lock, and the
-    second re-checks ``released_at IS NULL``: exactly one of them wins.
-    """
-    if outcome not in (Run.Status.SUCCEEDED, Run.Status.FAILED):
-        raise InvalidInput(f"Outcome must be succeeded or failed, not {outcome!r}.")
-    with events.change():
-        finished = Run.objects.filter(
-            workspace=workspace, pk=run_id, status=Run.Status.RUNNING
-        ).update(status=outcome, finished_at=DbNow())
-        if not finished:
-            run = lookups.get_run(workspace, run_id)  # 404 if not in the workspace
-            raise RunNotRunning(f"Run {run.pk} is {run.status}, not running.")
-        locks = WorktreeLock.objects.filter(run_id=run_id)
-        if fence is None:
-            release_unreleased(locks, ReleaseReason.RELEASED)
-        elif not release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED):
-            raise stale_lock_fence(run_id=run_id, fence=fence)  # rolls the finish back
-        run = shown_runs(workspace).get(pk=run_id)
-        run_event(run, EventType.RUN_FINISHED, data={"outcome": outcome})
-    return run
-
-
 def stale_lock_fence(*, run_id: int, fence: int) -> StaleFence:
     """The refusal of a fence that is not the run's unreleased worktree lock's."""
     worktree_id = Run.objects.values_list("worktree_id", flat=True).get(pk=run_id)
@@ -392,30 +230,5 @@ def stale_lock_fence(*, run_id: int, fence: int) -> StaleFence:
 
 
 def release_session_locks(*, session: AgentSession, reason: str) -> int:
-    """Release the session's worktree locks when it ends cleanly (``agent_ended``).
-
-    Its runs that are still running are cancelled too: an ended session can never
-    report them, and leaving them ``running`` would list work nobody is doing. A
-    session that dies instead keeps its runs ``running`` (its lock is reclaimed
-    ``expired`` by the next dispatcher): a crash is not recorded as an exit, and a
-    revived session may still finish them.
-    """
-    cancel_runs(
-        Run.objects.filter(session=session, status=Run.Status.RUNNING),
-        detail=f"Session {session.pk} ended while the run was running.",
-    )
+    """Release the session's unreleased worktree locks with ``reason``; how many."""
     return release_unreleased(WorktreeLock.objects.filter(session=session), reason)
-
-
-def cancel_runs(runs: Any, *, detail: str) -> list[int]:
-    """End the running runs of ``runs`` ``cancelled`` with ``detail`` and announce each
-    (``run.finished``); return their ids. Inside ``events.change()``."""
-    cancelled = []
-    for run in runs.filter(status=Run.Status.RUNNING).order_by("pk"):
-        # Compare-and-set per run: a run finished meanwhile keeps its outcome.
-        if Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
-            status=Run.Status.CANCELLED, error_detail=detail, finished_at=DbNow()
-        ):
-            run_event(run, EventType.RUN_FINISHED, data={"outcome": Run.Status.CANCELLED})
-            cancelled.append(run.pk)
-    return cancelled

@@ -130,7 +130,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
     Returns a stale session that still holds its work, and the reported issue."""
     from coordination.errors import CoordinationError
     from coordination.services import agents as sessions
-    from coordination.services import file_claims, leases, messages, workflow, worktrees
+    from coordination.services import file_claims, leases, messages, runs, workflow, worktrees
     from tests.conftest import expire
 
     m.Workspace.objects.create(slug="globex-industries", name="Globex Industries")  # a filter
@@ -182,9 +182,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
                 workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
             )
             with contextlib.suppress(CoordinationError):  # a busy worktree: a cancelled run
-                worktrees.dispatch_run(
-                    workspace=workspace, session_id=session.pk, issue_id=issue.pk
-                )
+                runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
             messages.record_message(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),
@@ -211,7 +209,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
         requires_filesystem=True,
     )
     with contextlib.suppress(CoordinationError):
-        worktrees.dispatch_run(workspace=workspace, session_id=crew[0].pk, issue_id=unbound.pk)
+        runs.dispatch_run(workspace=workspace, session_id=crew[0].pk, issue_id=unbound.pk)
     reported = worked[0][1]
     workflow.transition_issue(
         workspace=workspace, issue_id=reported.pk, to="in_progress", by_human=False

@@ -26,7 +26,7 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import agents, file_claims, leases, worktrees
+from coordination.services import agents, file_claims, leases, runs
 from tests.api_helpers import post
 from tests.conftest import expire
 
@@ -92,7 +92,7 @@ def claim_lease(workspace, issue, session) -> IssueLease:
 
 
 def dispatch_run(workspace, session, issue) -> Run:
-    return worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+    return runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
 
 
 def lock_of(run) -> WorktreeLock:
@@ -172,7 +172,7 @@ def lost_lock(workspace, make_issue, make_session, tree, roomy):
 def three_runs(api, workspace, make_issue, make_session, tree):
     """A running run, a cancelled (busy) run and a skipped (unresolved) run."""
     holder, waiter, unbound = make_session("holder"), make_session("waiter"), make_session("u")
-    running = worktrees.dispatch_run(
+    running = runs.dispatch_run(
         workspace=workspace, session_id=holder.pk, issue_id=make_issue(worktree=tree).pk
     )
     busy = post(api, "/runs/", {"session": waiter.pk, "issue": make_issue(worktree=tree).pk})

@@ -18,7 +18,7 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import file_claims, leases, worktrees
+from coordination.services import file_claims, leases, runs
 from tests.coordination.admin_helpers import act, bar, populate, url
 
 pytestmark = pytest.mark.django_db
@@ -118,9 +118,7 @@ def test_force_release_of_a_worktree_lock_cancels_its_run(
 ):
     tree = Worktree.objects.create(workspace=workspace, slug="main", name="Main")
     issue = make_issue(worktree=tree)
-    run = worktrees.dispatch_run(
-        workspace=workspace, session_id=make_session().pk, issue_id=issue.pk
-    )
+    run = runs.dispatch_run(workspace=workspace, session_id=make_session().pk, issue_id=issue.pk)
     response = act(operator, WorktreeLock, "force_release", WorktreeLock.objects.all())
     lock, run = WorktreeLock.objects.get(), Run.objects.get(pk=run.pk)
     assert lock.release_reason == "overridden"

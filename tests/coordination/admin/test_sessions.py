@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from coordination.admin.sessions import NewestFormSet
 from coordination.models import AgentSession, FileClaim, IssueLease, Run, Worktree, WorktreeLock
-from coordination.services import agents, file_claims, leases, worktrees
+from coordination.services import agents, file_claims, leases, runs
 from tests.conftest import expire
 from tests.coordination.admin_helpers import url
 
@@ -45,7 +45,7 @@ def test_the_session_page_shows_its_times_state_and_holdings(
     file_claims.claim_files(
         workspace=workspace, issue_id=leased.pk, paths=["src/held.py"], session_id=session.pk
     )
-    run = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=run_on.pk)
+    run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=run_on.pk)
     lock = WorktreeLock.objects.get()
 
     response = operator.get(url(AgentSession, "change", session.pk))
@@ -93,7 +93,7 @@ def test_the_lists_filter_by_session(operator, workspace, make_issue, make_sessi
     for session in (mine, theirs):
         tree = Worktree.objects.create(workspace=workspace, slug=f"wt-{session.pk}", name="T")
         issue = make_issue(worktree=tree)
-        worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+        runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
         file_claims.claim_files(
             workspace=workspace,
             issue_id=issue.pk,

@@ -46,6 +46,7 @@ from coordination.services import (
     keys,
     leases,
     messages,
+    runs,
     webhooks,
     workflow,
     worktrees,
@@ -120,7 +121,7 @@ def build_world(workspace: Workspace) -> World:
         file_claims.claim_files(
             workspace=workspace, issue_id=held.pk, paths=[path], session_id=session.pk
         )
-        run = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=held.pk)
+        run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=held.pk)
         messages.post_message(
             workspace=workspace,
             scope=f"issue:{held.pk}",

@@ -23,6 +23,7 @@ from coordination.services import (
     keys,
     leases,
     messages,
+    runs,
     webhooks,
     worktrees,
 )
@@ -95,7 +96,7 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
     Issue.objects.filter(pk=second.pk).update(status=Issue.Status.TODO)  # in the ready queue
     session = agents.register_session(workspace=workspace, agent_name=f"{MARK}-agent")
     other = agents.register_session(workspace=workspace, agent_name=f"{MARK}-other")
-    run = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=first.pk)
+    run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=first.pk)
     path = f"src/{MARK}_secret.py"
     claimed = file_claims.claim_files(
         workspace=workspace, issue_id=first.pk, paths=[path], session_id=session.pk

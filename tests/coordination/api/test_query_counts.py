@@ -16,7 +16,7 @@ from django.db import connection
 
 from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import AgentSession, Issue, Project, Workspace, Worktree
-from coordination.services import agents, file_claims, keys, leases, messages, worktrees
+from coordination.services import agents, file_claims, keys, leases, messages, runs
 from tests.api_helpers import V1
 from tests.conftest import make_client
 from tests.coordination.api.query_counts import COUNTS, expected
@@ -90,7 +90,7 @@ def build_world(workspace: Workspace, rows: int) -> World:
     ready = [issue(i, "ready", Issue.Status.TODO) for i in range(rows)]
     backlog = [issue(i, "backlog", Issue.Status.BACKLOG) for i in range(rows)]
     for i, (session, held) in enumerate(zip(sessions, leased, strict=True)):
-        worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=held.pk)
+        runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=held.pk)
         file_claims.claim_files(
             workspace=workspace,
             issue_id=held.pk,

@@ -12,7 +12,7 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import leases, worktrees
+from coordination.services import leases, runs
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
 from tests.coordination.conftest import dispatch_run, lock_fences, lock_of, state
@@ -445,7 +445,7 @@ def test_the_run_list_costs_the_same_queries_for_one_run_and_many(
     with CaptureQueriesContext(connection) as one:
         assert api.get(f"{V1}/runs/").status_code == 200
     for _ in range(4):
-        worktrees.finish_run(workspace=workspace, run_id=run.pk, outcome="succeeded")
+        runs.finish_run(workspace=workspace, run_id=run.pk, outcome="succeeded")
         run = dispatch_run(workspace, session, make_issue(worktree=tree))
     with CaptureQueriesContext(connection) as five:
         body = api.get(f"{V1}/runs/").json()

@@ -11,7 +11,7 @@ import pytest
 
 from coordination.errors import StaleFence, WorktreeBusy
 from coordination.models import IssueLease, Project, ReleaseReason, Run, Worktree, WorktreeLock
-from coordination.services import worktrees
+from coordination.services import runs
 from tests.conftest import expire
 from tests.coordination.conftest import dispatch_run, lock_fences, lock_of
 from tests.coordination.races.conftest import FENCE_ROUNDS, run_in_threads
@@ -22,7 +22,7 @@ ROUNDS = 10
 
 
 def dispatch(workspace, session_id, issue_id):
-    return worktrees.dispatch_run(workspace=workspace, session_id=session_id, issue_id=issue_id)
+    return runs.dispatch_run(workspace=workspace, session_id=session_id, issue_id=issue_id)
 
 
 def test_four_cognitive_runs_dispatched_at_once_all_run(workspace, make_issue, make_session):
@@ -57,20 +57,20 @@ def test_four_coders_on_one_worktree_get_exactly_one_writer(workspace, make_issu
         assert len(winners) == 1 and len(busy) == 3, (round_number, results)
         winner = winners[0]
         assert {b.extra["holder"]["run"] for b in busy} == {winner.pk}
-        runs = Run.objects.filter(issue__project=project)
-        assert runs.filter(status="running").count() == 1
-        assert runs.filter(status="cancelled", error="worktree_busy").count() == 3
+        project_runs = Run.objects.filter(issue__project=project)
+        assert project_runs.filter(status="running").count() == 1
+        assert project_runs.filter(status="cancelled", error="worktree_busy").count() == 3
         assert WorktreeLock.objects.filter(released_at__isnull=True).get().run_id == winner.pk
         # The three losers keep their leases, to retry on their next beat.
         assert IssueLease.objects.live().filter(issue__project=project).count() == 4
 
-        worktrees.finish_run(workspace=workspace, run_id=winner.pk, outcome="succeeded")
+        runs.finish_run(workspace=workspace, run_id=winner.pk, outcome="succeeded")
         retry_run = Run.objects.get(pk=busy[0].extra["run"])
         retried = dispatch(workspace, retry_run.session_id, retry_run.issue_id)
 
         assert retried.status == "running" and retried.lock_mode == "exclusive"
         assert WorktreeLock.objects.filter(released_at__isnull=True).get().run_id == retried.pk
-        worktrees.finish_run(workspace=workspace, run_id=retried.pk, outcome="succeeded")
+        runs.finish_run(workspace=workspace, run_id=retried.pk, outcome="succeeded")
 
 
 def test_two_dispatchers_race_to_reclaim_a_dead_holders_lock(
@@ -95,7 +95,7 @@ def test_two_dispatchers_race_to_reclaim_a_dead_holders_lock(
         assert isinstance(next(r for r in results if r not in winners), WorktreeBusy)
         assert WorktreeLock.objects.get(run=stale).release_reason == ReleaseReason.EXPIRED
         assert WorktreeLock.objects.filter(released_at__isnull=True).get().run_id == winners[0].pk
-        worktrees.finish_run(workspace=workspace, run_id=winners[0].pk, outcome="succeeded")
+        runs.finish_run(workspace=workspace, run_id=winners[0].pk, outcome="succeeded")
 
 
 # --- fences ---------------------------------------------------------------------------
@@ -116,10 +116,10 @@ def test_a_lost_runs_finish_racing_a_dispatch_onto_its_worktree_has_exactly_one_
             # The dispatcher claims a lease before it reaches the worktree: delay the
             # finisher by 0 to 80 ms so that both orders happen.
             time.sleep(random.uniform(0, 0.08))
-            return worktrees.finish_run(
+            return runs.finish_run(
                 workspace=workspace, run_id=target, outcome="succeeded", fence=fence
             )
-        return worktrees.dispatch_run(workspace=workspace, session_id=session_id, issue_id=target)
+        return dispatch_run(workspace=workspace, session_id=session_id, issue_id=target)
 
     outcomes = []
     for round_number in range(FENCE_ROUNDS):
@@ -149,7 +149,7 @@ def test_a_lost_runs_finish_racing_a_dispatch_onto_its_worktree_has_exactly_one_
             assert isinstance(finished, Run) and finished.status == "succeeded", finished
             assert old_lock.release_reason == ReleaseReason.RELEASED
         assert WorktreeLock.objects.filter(worktree=tree, released_at__isnull=True).count() == 1
-        worktrees.finish_run(
+        runs.finish_run(
             workspace=workspace, run_id=dispatched.pk, outcome="succeeded", fence=new_lock.fence
         )
 

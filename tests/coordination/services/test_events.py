@@ -44,9 +44,9 @@ from coordination.services import (
     messages,
     operators,
     projects,
+    runs,
     work,
     workflow,
-    worktrees,
 )
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease
@@ -526,10 +526,10 @@ def test_a_run_is_announced_dispatched_then_finished(
     session = make_session()
     issue = make_issue(worktree=tree)
     mark = cursor()
-    run = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
-    worktrees.finish_run(workspace=workspace, run_id=run.pk, outcome="succeeded")
+    run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+    runs.finish_run(workspace=workspace, run_id=run.pk, outcome="succeeded")
     free = make_issue(title="No files")
-    unlocked = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=free.pk)
+    unlocked = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=free.pk)
 
     lease = lease_of(issue, session)
     assert since(mark, EventType.RUN_DISPATCHED, EventType.RUN_FINISHED) == [
@@ -562,13 +562,13 @@ def test_a_run_on_a_busy_worktree_is_announced_not_started(
     workspace, make_issue, make_session, tree, roomy
 ):
     holder, waiter = make_session("holder"), make_session("waiter")
-    worktrees.dispatch_run(
+    runs.dispatch_run(
         workspace=workspace, session_id=holder.pk, issue_id=make_issue(worktree=tree).pk
     )
     issue = make_issue(worktree=tree)
     mark = cursor()
     with pytest.raises(WorktreeBusy) as busy:
-        worktrees.dispatch_run(workspace=workspace, session_id=waiter.pk, issue_id=issue.pk)
+        runs.dispatch_run(workspace=workspace, session_id=waiter.pk, issue_id=issue.pk)
 
     run = busy.value.extra["run"]
     assert since(mark, EventType.RUN_DISPATCHED, EventType.RUN_NOT_STARTED) == [
@@ -589,7 +589,7 @@ def test_an_unresolved_run_releases_the_lease_worktree_unresolved(
     issue = make_issue(requires_filesystem=True)
     mark = cursor()
     with pytest.raises(WorktreeUnresolved) as unresolved:
-        worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+        runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
 
     lease = lease_of(issue, session)
     assert types_since(mark) == [
@@ -903,7 +903,7 @@ def test_an_operators_worktree_release_cancels_the_run_and_says_so(
 ):
     session = make_session()
     issue = make_issue(worktree=tree)
-    run = worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+    run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
     lock = WorktreeLock.objects.get(run=run)
     mark = cursor()
     operators.force_release_worktree_locks(

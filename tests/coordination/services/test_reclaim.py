@@ -5,7 +5,7 @@ import pytest
 
 from coordination.errors import FileConflict, WorktreeBusy
 from coordination.models import IssueLease, ReleaseReason
-from coordination.services import file_claims, leases, reclaim, worktrees
+from coordination.services import file_claims, leases, reclaim, runs, worktrees
 from coordination.services.file_claims import claim as claiming
 from tests.conftest import expire
 
@@ -83,7 +83,7 @@ def test_a_worktree_lock_that_keeps_changing_hands_spends_the_same_budget(
 
     monkeypatch.setattr(worktrees, "insert_lock", refused)
     with pytest.raises(WorktreeBusy):
-        worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+        runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
     assert len(inserts) == reclaim.ATTEMPTS
 
 

@@ -21,7 +21,8 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import agents, leases, operators, worktrees
+from coordination.services import agents, leases, operators
+from coordination.services.runs import dispatch_run, finish_run
 from tests.api_helpers import V1, post
 from tests.conftest import expire
 from tests.coordination.conftest import lock_fences, lock_of
@@ -30,11 +31,11 @@ pytestmark = pytest.mark.django_db
 
 
 def dispatch(workspace, session, issue):
-    return worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
+    return dispatch_run(workspace=workspace, session_id=session.pk, issue_id=issue.pk)
 
 
 def finish(workspace, run, outcome="succeeded"):
-    return worktrees.finish_run(workspace=workspace, run_id=run.pk, outcome=outcome)
+    return finish_run(workspace=workspace, run_id=run.pk, outcome=outcome)
 
 
 @pytest.fixture
@@ -272,16 +273,16 @@ def test_wip_cap_refuses_dispatch_and_keeps_its_denial(
 def test_unknown_issue_is_not_found_and_unknown_session_invalid(workspace, issue, make_session):
     session = make_session()
     with pytest.raises(NotFound):
-        worktrees.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=10**9)
+        dispatch_run(workspace=workspace, session_id=session.pk, issue_id=10**9)
     with pytest.raises(InvalidInput):
-        worktrees.dispatch_run(workspace=workspace, session_id=10**9, issue_id=issue.pk)
+        dispatch_run(workspace=workspace, session_id=10**9, issue_id=issue.pk)
     assert not Run.objects.exists()
 
 
 def test_issue_of_another_workspace_is_not_found(workspace, other_workspace, issue, make_session):
     stranger = make_session("stranger", workspace=other_workspace)
     with pytest.raises(NotFound):
-        worktrees.dispatch_run(workspace=other_workspace, session_id=stranger.pk, issue_id=issue.pk)
+        dispatch_run(workspace=other_workspace, session_id=stranger.pk, issue_id=issue.pk)
     assert not Run.objects.exists() and not IssueLease.objects.exists()
 
 
@@ -333,9 +334,7 @@ def test_finishing_a_cancelled_run_is_run_not_running(workspace, make_issue, mak
         dispatch(workspace, make_session("b"), make_issue(worktree=tree))
 
     with pytest.raises(RunNotRunning):
-        worktrees.finish_run(
-            workspace=workspace, run_id=raised.value.extra["run"], outcome="failed"
-        )
+        finish_run(workspace=workspace, run_id=raised.value.extra["run"], outcome="failed")
 
     assert Run.objects.get(pk=raised.value.extra["run"]).status == "cancelled"
 
@@ -345,9 +344,9 @@ def test_finish_of_an_unknown_or_foreign_run_is_not_found(
 ):
     run = dispatch(workspace, make_session(), issue)
     with pytest.raises(NotFound):
-        worktrees.finish_run(workspace=workspace, run_id=10**9, outcome="succeeded")
+        finish_run(workspace=workspace, run_id=10**9, outcome="succeeded")
     with pytest.raises(NotFound):
-        worktrees.finish_run(workspace=other_workspace, run_id=run.pk, outcome="succeeded")
+        finish_run(workspace=other_workspace, run_id=run.pk, outcome="succeeded")
     assert Run.objects.get().status == "running"
 
 
