@@ -1,4 +1,5 @@
-"""Run dispatch: lease, resolution, worktree lock, and the recorded failures."""
+"""Runs: dispatch (lease, resolution, worktree lock), the recorded failures, finishing
+and cancelling."""
 
 import pytest
 
