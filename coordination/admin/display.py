@@ -99,16 +99,21 @@ def claim_path(path: str, limit: int) -> SafeString:
 
 
 def clipped(
-    attr: str, width: int, *, keep_end: bool = False, description: str | None = None
+    attr: str,
+    width: int,
+    *,
+    keep_end: bool = False,
+    wrap: bool = False,
+    description: str | None = None,
 ) -> Callable[[Any, Any], SafeString | str]:
     """A list column: ``attr`` (``"project.key"`` follows a relation) clipped to
-    ``width`` characters, sorted by it."""
+    ``width`` characters, sorted by it; prose (``wrap``) may break at its spaces."""
 
     def column(model_admin: Any, obj: Any) -> SafeString | str:
         value = obj
         for part in attr.split("."):
             value = getattr(value, part, None) if value is not None else None
-        return clip("" if value is None else str(value), width, keep_end=keep_end)
+        return clip("" if value is None else str(value), width, keep_end=keep_end, wrap=wrap)
 
     name = attr.split(".")[-1].replace("_", " ")
     ordering = attr.replace(".", "__")
@@ -144,6 +149,17 @@ def badge(state: str | None) -> SafeString:
 
 
 AGENT_WIDTH = 20  # characters of an agent's name in a list's cell
+WORKSPACE_WIDTH = 12  # characters of a workspace's slug in a list's cell (its filter has all)
+
+
+def session_label(session: AgentSession) -> SafeString:
+    """``<agent> · session <id>``, breaking after the agent (a long name clipped)."""
+    name = session.agent.name
+    if len(name) > AGENT_WIDTH:
+        name = name[: AGENT_WIDTH - 1] + "…"
+    return format_html(
+        '<span class="nowrap">{} ·</span> <span class="nowrap">session {}</span>', name, session.pk
+    )
 
 
 def session_link(session: AgentSession | None, agent: Agent | None = None) -> SafeString | str:
@@ -152,16 +168,8 @@ def session_link(session: AgentSession | None, agent: Agent | None = None) -> Sa
     if session is None:
         return clip(agent.name, AGENT_WIDTH) if agent is not None else NONE
     address = reverse("admin:coordination_agentsession_change", args=[session.pk])
-    name = session.agent.name
-    if len(name) > AGENT_WIDTH:
-        name = name[: AGENT_WIDTH - 1] + "…"
     return format_html(
-        '<a href="{}" title="{}"><span class="nowrap">{} ·</span> '
-        '<span class="nowrap">session {}</span></a>',
-        address,
-        str(session),
-        name,
-        session.pk,
+        '<a href="{}" title="{}">{}</a>', address, str(session), session_label(session)
     )
 
 

@@ -95,7 +95,7 @@ class FileClaimAdmin(HeldAdmin):
     @admin.display(description="path", ordering="path")
     def path_cell(self, obj: m.FileClaim) -> SafeString:
         """A directory claim is marked ``dir``: it holds its whole subtree."""
-        return display.claim_path(obj.path, 38)
+        return display.claim_path(obj.path, 32)
 
     @admin.action(description="Force-release selected file claims (overridden; the issue is told)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.FileClaim]) -> None:
@@ -107,14 +107,23 @@ class FileClaimAdmin(HeldAdmin):
 
 @admin.register(m.WorktreeLock)
 class WorktreeLockAdmin(HeldAdmin):
-    list_display = ["worktree_cell", "run", "holder", "acquired", "released"]
+    list_display = ["worktree_cell", "run_cell", "holder", "acquired", "released"]
     related = ("worktree", "run")
     search_fields = ["worktree__slug", "=run__id"]
-    worktree_cell = display.clipped("worktree.slug", 28, description="worktree")
+    worktree_cell = display.clipped("worktree.slug", 20, description="worktree")
     date_hierarchy = "acquired_at"
     actions = ["force_release"]
 
     acquired = display.dated("acquired_at", "acquired")
+
+    @admin.display(description="run", ordering="run_id")
+    def run_cell(self, obj: m.WorktreeLock) -> SafeString | str:
+        """The run it was taken for, its issue on hover."""
+        if obj.run is None:
+            return display.NONE
+        return format_html(
+            '<span class="nowrap" title="issue {}">run {}</span>', obj.run.issue_id, obj.run_id
+        )
 
     @admin.action(description="Force-release selected worktree locks (their runs are cancelled)")
     def force_release(self, request: HttpRequest, queryset: QuerySet[m.WorktreeLock]) -> None:

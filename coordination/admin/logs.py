@@ -25,7 +25,7 @@ def side(issue: m.Issue, agent: m.Agent | None) -> SafeString:
         '<span title="{}"><span class="nowrap">#{} ·</span> <span class="nowrap">{}</span></span>',
         issue.title,
         issue.pk,
-        agent.name if agent is not None else "no agent",
+        display.clip(agent.name, display.AGENT_WIDTH) if agent is not None else "no agent",
     )
 
 
@@ -85,7 +85,7 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
 
     @admin.display(description="path", ordering="path")
     def path_cell(self, obj: m.ClaimConflict) -> SafeString:
-        return display.claim_path(obj.path, 34)
+        return display.claim_path(obj.path, 30)
 
     @admin.display(description="wanted by", ordering="rejected_issue_id")
     def rejected(self, obj: m.ClaimConflict) -> SafeString:

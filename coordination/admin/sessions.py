@@ -125,7 +125,7 @@ class RunInline(HoldingInline):
 
 @admin.register(m.AgentSession)
 class AgentSessionAdmin(StateAdmin):
-    list_display = ["label", "role", "workspace_cell", "state_ended", "started", "heartbeat"]
+    list_display = ["label", "role", "workspace_cell", "state_ended", "started", "heartbeat_cell"]
     list_filter = [SessionStateFilter, "workspace", "agent__role"]
     list_select_related = ["agent", "workspace"]
     search_fields = ["agent__name", "agent__role", "agent__department", "=id"]
@@ -156,11 +156,13 @@ class AgentSessionAdmin(StateAdmin):
             return "—"
         return f"{key.key_prefix}… ({key.kind} key{f' {key.name}' if key.name else ''})"
 
-    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
+    workspace_cell = display.clipped(
+        "workspace.slug", display.WORKSPACE_WIDTH, description="workspace"
+    )
 
     @admin.display(description="session", ordering="pk")
     def label(self, obj: m.AgentSession) -> SafeString:
-        return format_html('<span class="nowrap">{}</span>', obj)
+        return format_html('<span title="{}">{}</span>', obj, display.session_label(obj))
 
     @admin.display(description="state", ordering="state")
     def state(self, obj: Any) -> SafeString:
@@ -184,6 +186,11 @@ class AgentSessionAdmin(StateAdmin):
             display.when(obj.last_heartbeat_at),
             display.ago(obj.last_heartbeat_at),
         )
+
+    @admin.display(description="heartbeat", ordering="last_heartbeat_at")
+    def heartbeat_cell(self, obj: m.AgentSession) -> SafeString | str:
+        """The last heartbeat, under a header as narrow as its times."""
+        return self.heartbeat(obj)
 
     ended = display.dated("ended_at", "ended")
 

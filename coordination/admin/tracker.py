@@ -31,7 +31,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["slug_cell", "name_cell", "created"]
     search_fields = ["slug", "name"]
     slug_cell = display.clipped("slug", 32)
-    name_cell = display.clipped("name", 48)
+    name_cell = display.clipped("name", 48, wrap=True)
     created = display.dated("created_at", "created")
     filter_horizontal = ["members"]
 
@@ -65,9 +65,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_select_related = ["workspace", "agent"]
     search_fields = ["name", "key_prefix", "agent__name"]
     actions = ["revoke"]
-    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
-    name_cell = display.clipped("name", 24)
-    agent_cell = display.clipped("agent.name", 20, description="agent")
+    workspace_cell = display.clipped(
+        "workspace.slug", display.WORKSPACE_WIDTH, description="workspace"
+    )
+    name_cell = display.clipped("name", 32, wrap=True)
+    agent_cell = display.clipped("agent.name", display.AGENT_WIDTH, description="agent")
     created = display.dated("created_at", "created")
     expires = display.dated("expires_at", "expires")
     revoked = display.dated("revoked_at", "revoked")
@@ -127,10 +129,12 @@ class ProjectAdmin(KeptAdmin):
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
-    key_cell = display.clipped("key", 20)
-    name_cell = display.clipped("name", 44)
-    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
-    worktree_cell = display.clipped("primary_worktree.slug", 24, description="primary worktree")
+    key_cell = display.clipped("key", 16)
+    name_cell = display.clipped("name", 44, wrap=True)
+    workspace_cell = display.clipped(
+        "workspace.slug", display.WORKSPACE_WIDTH, description="workspace"
+    )
+    worktree_cell = display.clipped("primary_worktree.slug", 16, description="worktree")
 
     @admin.display(description="WIP cap", ordering="agent_wip_limit")
     def wip_cap(self, obj: m.Project) -> int:
@@ -145,10 +149,12 @@ class AgentAdmin(KeptAdmin):
     list_select_related = ["workspace", "worktree"]
     search_fields = ["name", "role"]
     name_cell = display.clipped("name", 28)
-    workspace_cell = display.clipped("workspace.slug", 20, description="workspace")
+    workspace_cell = display.clipped(
+        "workspace.slug", display.WORKSPACE_WIDTH, description="workspace"
+    )
     role_cell = display.clipped("role", 20)
     department_cell = display.clipped("department", 20)
-    worktree_cell = display.clipped("worktree.slug", 24, description="worktree")
+    worktree_cell = display.clipped("worktree.slug", 16, description="worktree")
 
 
 @admin.register(m.Worktree)
@@ -158,14 +164,19 @@ class WorktreeAdmin(KeptAdmin):
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["slug", "name", "path"]
-    workspace_cell = display.clipped("workspace.slug", 16, description="workspace")
-    path_cell = display.clipped("path", 40, keep_end=True)
-    branch_cell = display.clipped("branch", 24)
+    workspace_cell = display.clipped(
+        "workspace.slug", display.WORKSPACE_WIDTH, description="workspace"
+    )
+    path_cell = display.clipped("path", 32, keep_end=True)
+    branch_cell = display.clipped("branch", 20)
 
     @admin.display(description="slug", ordering="slug")
     def slug_cell(self, obj: m.Worktree) -> SafeString:
-        """The slug, its name on hover."""
-        return format_html('<span class="nowrap" title="{}">{}</span>', obj.name, obj.slug)
+        """The slug (a long one clipped), the whole of it and its name on hover."""
+        shown = obj.slug if len(obj.slug) <= 20 else obj.slug[:19] + "…"
+        return format_html(
+            '<span class="nowrap" title="{}: {}">{}</span>', obj.slug, obj.name, shown
+        )
 
 
 @admin.register(m.Message)

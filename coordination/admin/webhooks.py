@@ -54,9 +54,9 @@ class WebhookAdmin(admin.ModelAdmin):
     list_select_related = ["workspace"]
     search_fields = ["url", "deactivated_reason"]
     readonly_fields = ["deactivated_reason", "created_at"]
-    url_cell = display.clipped("url", 30, description="url")
+    url_cell = display.clipped("url", 26, description="url")
     workspace_cell = display.clipped("workspace.slug", 12, description="workspace")
-    reason_cell = display.clipped("deactivated_reason", 28, description="deactivated because")
+    reason_cell = display.clipped("deactivated_reason", 28, wrap=True, description="deactivated")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Never the secret: it is shown once, when the webhook is added.
@@ -65,7 +65,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="types")
     def types_cell(self, obj: m.Webhook) -> SafeString | str:
-        return display.clip(", ".join(obj.types) or "all", 20)
+        return display.clip(", ".join(obj.types) or "all", 20, wrap=True)
 
     def save_model(self, request: HttpRequest, obj: m.Webhook, form: Any, change: bool) -> None:
         data = form.cleaned_data
@@ -88,7 +88,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     list_filter = ["state", "webhook__active", "workspace"]
     search_fields = ["=id", "=event_id", "webhook__url", "last_error"]
     actions = ["redeliver"]
-    next = display.dated("next_attempt_at", "next attempt")
+    next = display.dated("next_attempt_at", "next try")
     webhook_cell = display.clipped("webhook.url", 18, description="webhook")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.WebhookDelivery]:
@@ -103,7 +103,8 @@ class WebhookDeliveryAdmin(StateAdmin):
     @admin.display(description="event", ordering="event_id")
     def event_cell(self, obj: m.WebhookDelivery) -> SafeString:
         kind = getattr(obj, "event_type", None) or "pruned"
-        return format_html('<span class="nowrap">{} · {}</span>', obj.event_id, kind)
+        # Squeezed, the type goes below the id.
+        return format_html("{} · {}", obj.event_id, kind)
 
     @admin.display(description="state", ordering="state")
     def state_cell(self, obj: m.WebhookDelivery) -> SafeString:
@@ -112,7 +113,7 @@ class WebhookDeliveryAdmin(StateAdmin):
     @admin.display(description="last answer")
     def last(self, obj: m.WebhookDelivery) -> SafeString | str:
         told = obj.last_error or (f"HTTP {obj.last_status}" if obj.last_status else "")
-        return display.clip(told, 18)
+        return display.clip(told, 18, wrap=True)
 
     @admin.action(description="Redeliver selected deliveries")
     def redeliver(self, request: HttpRequest, queryset: QuerySet[m.WebhookDelivery]) -> None:
