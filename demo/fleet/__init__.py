@@ -3,6 +3,7 @@ HTTP, so every page moves while you watch (``manage.py demo_fleet``; ``make run`
 starts it beside the server)."""
 
 from demo.fleet.client import Tally, wait_for_server
-from demo.fleet.fleet import Fleet, FleetConfig, Record
+from demo.fleet.context import FleetConfig, Record
+from demo.fleet.fleet import Fleet
 
 __all__ = ["Fleet", "FleetConfig", "Record", "Tally", "wait_for_server"]

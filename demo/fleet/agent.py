@@ -18,88 +18,39 @@ Each action is one step of that story and a call or a few; every refusal (409
 
 from __future__ import annotations
 
-import random
-import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from demo import world
-from demo.fleet.client import AgentClient, Answer
-from demo.state import (
-    FAILURE_CHANCE,
-    FORCE_CHANCE,
-    HOME_CHANCE,
-    PRIORITIES,
-    PRIORITY_WEIGHTS,
-    demo_report,
-)
-
-if TYPE_CHECKING:
-    from demo.fleet.fleet import Fleet
+from demo.fleet.actor import Job
+from demo.fleet.work import AtWork
+from demo.state import HOME_CHANCE, PRIORITIES, PRIORITY_WEIGHTS
 
 CARRY_ON_CHANCE = 0.8  # an idle agent picks up a dead holder's issue first
 START_WORK_CHANCE = 0.5  # a fresh agent registers and takes an issue in one call
-FINISH_WORK_CHANCE = 0.35  # handing in ends the session too (finish_work)
 CHATTER_CHANCE = 0.04  # a message to a colleague or a project, now and then
 WIP_NOTE_CHANCE = 0.3  # a WIP-refused agent says it is waiting
 EFFORT = (2, 5)  # runs an issue needs
-BUSY_WAIT = (5, 12)  # actions before dispatching again to a busy worktree
 WIP_WAIT = (10, 25)  # actions an agent keeps off a project that refused it at its cap
 REFILL_CHANCE = 0.5  # an agent that finds the ready queue short tops it up
 NEW_ISSUE_CHANCE = 0.25  # topping up files a new issue rather than reopening a done one
 
 
-@dataclass
-class Job:
-    """The issue an agent holds: its lease's fence, its files, its progress."""
-
-    issue: int
-    project: str
-    fence: int | None
-    paths: tuple[str, ...]
-    effort: int
-    claimed: bool = False
-    progress: int = 0
-    run: int | None = None
-    waits: int = 0  # actions to wait before dispatching again (the worktree was busy)
-
-
-class FleetAgent:
+class FleetAgent(AtWork):
     """An agent's life: one session, from registration to a clean exit or a crash."""
-
-    def __init__(self, fleet: Fleet, spec: world.AgentSpec, seed: int) -> None:
-        self.fleet = fleet
-        self.spec = spec
-        self.rng = random.Random(seed)
-        self.api = AgentClient(fleet.config.url, fleet.tally, fleet.stop, fleet.config.key)
-        self.session: int | None = None
-        self.job: Job | None = None
-        self.actions_left = 0
-        self.crashes = False
-        self.capped: dict[str, int] = {}  # project -> actions to keep off it (at its WIP cap)
-        self.over = False  # left or crashed: this agent's run is done
-        self.thread = threading.Thread(target=self.run, name=f"demo-fleet-{spec.name}", daemon=True)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def say(self, text: str, *, level: int = 2) -> None:
-        self.fleet.say(f"{self.name:<8} {text}", level=level)
 
     # --- the loop -------------------------------------------------------------------
 
     def run(self) -> None:
         """Act every ``interval`` (jittered), heartbeat every ``beat`` seconds, until
         the agent leaves or crashes, or the fleet stops (then it leaves cleanly)."""
-        config = self.fleet.config
+        config = self.context.config
         next_action = time.monotonic() + self.rng.uniform(0, config.interval)
         next_beat = float("inf")
         try:
             while not self.over:
                 wake = min(next_action, next_beat)
-                if self.fleet.stop.wait(max(0.0, wake - time.monotonic())):
+                if self.context.stop.wait(max(0.0, wake - time.monotonic())):
                     self.leave_at_stop()
                     return
                 now = time.monotonic()
@@ -155,11 +106,11 @@ class FleetAgent:
         return body
 
     def begin(self, session: int) -> None:
-        low, high = self.fleet.config.session_actions
+        low, high = self.context.config.session_actions
         self.session = session
         self.actions_left = self.rng.randint(low, high)
-        self.crashes = self.rng.random() < self.fleet.config.crash_chance
-        self.fleet.registered(self, session)
+        self.crashes = self.rng.random() < self.context.config.crash_chance
+        self.context.registered(session)
 
     def join(self) -> None:
         """Register; half the time by ``start_work``, which also takes an issue and
@@ -198,7 +149,7 @@ class FleetAgent:
         self.over = True
         if self.crashes:
             held = f" holding #{self.job.issue}" if self.job is not None else ""
-            self.fleet.crashed(self, self.session)
+            self.context.crashed(self.session)
             self.say(f"crashed{held} (no more heartbeats)", level=1)
             return
         if self.job is not None and self.job.run is None and self.job.progress >= self.job.effort:
@@ -210,7 +161,7 @@ class FleetAgent:
                 f"{self.name} is signing off; issue {self.job.issue} is up for grabs.",
             )
         self.api.post(f"/sessions/{self.session}/end/", label="/sessions/{id}/end/")
-        self.fleet.ended(self)
+        self.context.count("signed off")
         self.say("signed off")
 
     def leave_at_stop(self) -> None:
@@ -256,7 +207,7 @@ class FleetAgent:
             and not issue["missing"]
             and issue["project"] not in self.capped
         ]
-        if len(workable) < self.fleet.config.min_ready and self.rng.random() < REFILL_CHANCE:
+        if len(workable) < self.context.config.min_ready and self.rng.random() < REFILL_CHANCE:
             self.refill()
         issue = self.choose(issues, carry_on=True)
         if issue is None:
@@ -281,7 +232,7 @@ class FleetAgent:
         self.job = self.new_job(issue, answer.body, paths or self.footprint(issue), claimed=False)
         if carried:
             was = (issue.get("lease") or {}).get("agent")
-            self.fleet.carried_on(number)
+            self.context.count("carried on")
             self.say(f"carries on #{number}" + (f" after {was}" if was else ""))
             self.post(f"issue:{number}", f"{self.name} picked this up to carry on.")
         else:
@@ -309,7 +260,7 @@ class FleetAgent:
                 self.say(f"reopened #{issue['id']}")
                 return
         total = self.api.get("/issues/", label="/issues/")
-        if total is None or not total.ok or total.body["count"] >= self.fleet.config.max_issues:
+        if total is None or not total.ok or total.body["count"] >= self.context.config.max_issues:
             return
         body = {
             "project": spec.key,
@@ -349,163 +300,8 @@ class FleetAgent:
             claimed=claimed,
         )
 
-    # --- files, runs, handing in --------------------------------------------------------
-
-    def claim(self, job: Job, paths: list[str], *, force: bool = False) -> Answer | None:
-        body: dict[str, Any] = {"issue": job.issue, "session": self.session, "paths": paths}
-        if force:
-            body["force"] = True
-        if job.fence is not None:
-            body["fence"] = job.fence
-        return self.api.post("/file-claims/", body)
-
-    def claim_files(self, job: Job) -> None:
-        """Claim the issue's files; refused, force them now and then, else claim the
-        free ones and tell each holding issue who waits for what."""
-        paths = list(job.paths)
-        answer = self.claim(job, paths)
-        forced = ""
-        if answer is not None and answer.code == "file_conflict":
-            conflicts = answer.body.get("conflicts", [])
-            held = ", ".join(sorted({conflict["path"] for conflict in conflicts}))
-            if self.rng.random() >= FORCE_CHANCE:
-                self.say(f"refused {held} for #{job.issue}")
-                self.settle_for_the_rest(job, paths, conflicts)
-                return
-            answer, forced = self.claim(job, paths, force=True), held
-        if answer is None:
-            return  # no answer: try again next time
-        if not answer.ok:
-            self.lost(job, answer)
-            return
-        job.claimed = True
-        reclaimed = answer.body.get("reclaimed") or []
-        if forced:
-            self.fleet.count("forced")
-            self.say(f"forced {forced} for #{job.issue}")
-        if reclaimed:
-            self.fleet.reclaimed(len(reclaimed))
-            self.say(f"reclaimed {', '.join(reclaimed)} from a dead holder")
-        if not forced and not reclaimed:
-            self.say(f"claimed {len(paths)} files for #{job.issue}")
-
-    def settle_for_the_rest(self, job: Job, paths: list[str], conflicts: list[Any]) -> None:
-        contested: dict[int, list[str]] = {}
-        for holder in conflicts:
-            contested.setdefault(int(holder["issue"]), []).append(str(holder["path"]))
-        taken = {path for held in contested.values() for path in held}
-        free = [path for path in paths if path not in taken]
-        if free:
-            answer = self.claim(job, free)
-            if answer is not None and not answer.ok and answer.code != "file_conflict":
-                self.lost(job, answer)
-                return
-        job.claimed = True
-        for holder_issue, held in sorted(contested.items())[:2]:
-            self.post(
-                f"issue:{holder_issue}",
-                f"{self.name} (issue {job.issue}) is waiting for {', '.join(sorted(held))}.",
-            )
-
-    def dispatch(self, job: Job) -> None:
-        answer = self.api.post("/runs/", {"session": self.session, "issue": job.issue})
-        if answer is None:
-            return
-        if answer.ok:
-            job.run = int(answer.body["id"])
-            self.say(f"runs #{job.issue} (run {job.run})")
-        elif answer.code == "worktree_busy":
-            # The run is recorded cancelled and the lease kept: retry in a while.
-            holder = (answer.body.get("holder") or {}).get("agent")
-            job.waits = self.rng.randint(*BUSY_WAIT)
-            self.say(
-                f"found the worktree busy for #{job.issue}" + (f" ({holder})" if holder else "")
-            )
-        elif answer.code == "worktree_unresolved":
-            # The lease is gone already: park the issue in the backlog until a person
-            # gives it a worktree (the reviewer does), or every agent would retry it.
-            self.say(f"could not resolve a worktree for #{job.issue}: run skipped")
-            self.release_files(job)
-            self.move(job.issue, "todo")
-            self.move(job.issue, "backlog")
-            self.post(f"project:{job.project}", str(answer.body.get("detail", "")))
-            self.fleet.unresolved(job.issue)
-            self.job = None
-        else:
-            self.lost(job, answer)
-
-    def finish_run(self, job: Job) -> None:
-        assert job.run is not None
-        failed = self.rng.random() < FAILURE_CHANCE
-        outcome = "failed" if failed else "succeeded"
-        answer = self.api.post(
-            f"/runs/{job.run}/finish/", {"outcome": outcome}, label="/runs/{id}/finish/"
-        )
-        if answer is None:
-            return
-        job.run = None
-        if answer.ok and not failed:
-            job.progress += 1
-        self.say(f"run of #{job.issue} {outcome if answer.ok else answer.code}")
-
-    def hand_in(self, job: Job) -> None:
-        """The work is done: into review with its report. Now and then that ends
-        the session too (``finish_work``); else the agent releases and goes on."""
-        # A session bound to crash works on until it does, holding what it holds.
-        if not self.crashes and (self.actions_left <= 1 or self.rng.random() < FINISH_WORK_CHANCE):
-            self.finish_work(job)
-            return
-        answer = self.move(job.issue, "in_review", report=demo_report(job.issue))
-        if answer is None:
-            return
-        if not answer.ok:
-            self.lost(job, answer)
-            return
-        self.release_files(job)
-        body: dict[str, Any] = {"session": self.session}
-        if job.fence is not None:
-            body["fence"] = job.fence
-        self.api.post(f"/issues/{job.issue}/release/", body, label="/issues/{id}/release/")
-        self.post(f"issue:{job.issue}", "Ready for review.")
-        self.fleet.handed_in()
-        self.say(f"handed #{job.issue} in for review")
-        self.job = None
-
-    def finish_work(self, job: Job) -> None:
-        body: dict[str, Any] = {
-            "session": self.session,
-            "issue": job.issue,
-            "report": demo_report(job.issue),
-        }
-        if job.fence is not None:
-            body["fence"] = job.fence
-        answer = self.api.post("/work/finish/", body)
-        if answer is None:
-            return
-        if answer.ok:
-            self.fleet.handed_in()
-            self.fleet.ended(self)
-            self.say(f"finished #{job.issue} and signed off")
-            self.session, self.job, self.over = None, None, True
-        else:
-            self.lost(job, answer)
-
-    # --- helpers --------------------------------------------------------------------------
-
-    def move(self, issue: int, to: str, report: dict[str, str] | None = None) -> Answer | None:
-        body: dict[str, Any] = {"to": to}
-        if report is not None:
-            body["report"] = report
-        return self.api.post(f"/issues/{issue}/transition/", body, label="/issues/{id}/transition/")
-
-    def release_files(self, job: Job) -> None:
-        self.api.post("/file-claims/release/", {"issue": job.issue, "session": self.session})
-
-    def post(self, scope: str, body: str) -> None:
-        self.api.post("/messages/", {"scope": scope, "body": body, "session": self.session})
-
     def chat(self) -> None:
-        colleague = self.fleet.colleague_of(self)
+        colleague = self.context.colleague_of(self.name, self.rng)
         if colleague is not None and self.rng.random() < 0.5:
             self.post(f"agent:{colleague}", f"{self.name}: are you still on the shared files?")
         elif self.job is not None:
@@ -513,14 +309,3 @@ class FleetAgent:
                 f"issue:{self.job.issue}",
                 f"{self.name}: progress {self.job.progress}/{self.job.effort}.",
             )
-
-    def refused(self, what: str, answer: Answer | None) -> None:
-        if answer is not None:
-            self.say(f"refused {what}: {answer.code or answer.status}")
-
-    def lost(self, job: Job, answer: Answer) -> None:
-        """The issue slipped away (the lease was reclaimed while this agent lagged, the
-        issue moved or closed): let it go and look for other work."""
-        self.say(f"lost #{job.issue}: {answer.code or answer.status}")
-        self.release_files(job)
-        self.job = None

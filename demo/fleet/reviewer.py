@@ -13,40 +13,36 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from demo import world
 from demo.fleet.client import PersonClient
+from demo.fleet.context import FleetContext
 from demo.state import BOUNCE_CHANCE
-
-if TYPE_CHECKING:
-    from demo.fleet.fleet import Fleet
 
 REVIEWS_PER_TURN = 4
 CANCEL_CHANCE = 0.04  # a review cancels the work; else it is sent back or accepted
 
 
 class Reviewer:
-    def __init__(self, fleet: Fleet, seed: int) -> None:
-        self.fleet = fleet
+    def __init__(self, context: FleetContext, seed: int) -> None:
+        self.context = context
         self.rng = random.Random(seed)
-        config = fleet.config
-        self.api = PersonClient(config.url, fleet.tally, fleet.stop, config.workspace)
-        self.unresolved: deque[int] = deque(maxlen=20)  # issues whose run found no worktree
+        config = context.config
+        self.api = PersonClient(config.url, context.tally, context.stop, config.workspace)
         self.thread = threading.Thread(target=self.run, name="demo-fleet-reviewer", daemon=True)
         self.turn = 0
 
     def say(self, text: str, *, level: int = 2) -> None:
-        self.fleet.say(f"{'reviewer':<8} {text}", level=level)
+        self.context.say(f"{'reviewer':<8} {text}", level=level)
 
     def run(self) -> None:
-        config = self.fleet.config
+        config = self.context.config
         try:
             if not self.api.log_in(config.reviewer, config.reviewer_password):
                 self.say("could not log in: nobody reviews or plans", level=1)
                 return
-            while not self.fleet.stop.wait(config.review_every * self.rng.uniform(0.7, 1.3)):
+            while not self.context.stop.wait(config.review_every * self.rng.uniform(0.7, 1.3)):
                 self.turn += 1
                 self.review()
                 if self.turn % 2 == 0:
@@ -72,7 +68,7 @@ class Reviewer:
                     self.post(issue, "Changes requested: see the review notes.")
                     self.say(f"sent #{issue['id']} back")
             elif self.move(issue, "done"):
-                self.fleet.accepted()
+                self.context.count("accepted")
                 self.say(f"accepted #{issue['id']}")
 
     # --- planning -------------------------------------------------------------------------
@@ -80,8 +76,8 @@ class Reviewer:
     def plan(self) -> None:
         """Give a parked issue (its run found no worktree) the integration checkout and
         put it back in the queue; else, when the queue is short, groom the backlog."""
-        if self.unresolved:
-            number = self.unresolved.popleft()
+        if self.context.unresolved:
+            number = self.context.unresolved.popleft()
             answer = self.api.call(
                 "PATCH",
                 f"/issues/{number}/",
@@ -92,7 +88,7 @@ class Reviewer:
                 self.say(f"gave #{number} the {world.INTEGRATION_WORKTREE} checkout")
             return
         ready = self.api.get("/issues/ready/", label="/issues/ready/")
-        if ready is None or not ready.ok or ready.body["count"] >= self.fleet.config.min_ready:
+        if ready is None or not ready.ok or ready.body["count"] >= self.context.config.min_ready:
             return
         backlog = self.api.get("/issues/?status=backlog", label="/issues/")
         if backlog is None or not backlog.ok:
