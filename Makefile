@@ -60,19 +60,13 @@ lint: install
 	$(TEST_ENV) $(BIN)/mypy .
 	$(BIN)/lint-imports
 
-# Both passes run on every core (pytest-xdist), each worker on a test database of its
-# own; the tests that must not meet run on one worker in turn (tests/conftest.py,
-# XDIST_GROUPS). PYTEST_WORKERS=0 runs a pass in one process.
-PYTEST_WORKERS ?= auto
-PYTEST_ARGS := -n $(PYTEST_WORKERS) --dist loadgroup
-
 test-sqlite: install browser prometheus
-	$(TEST_ENV) $(BIN)/pytest -m "not postgres" $(PYTEST_ARGS)
+	$(TEST_ENV) $(BIN)/pytest -m "not postgres"
 
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
 test-postgres: install browser prometheus
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
-		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS); \
+		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest; \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true but PostgreSQL is unreachable at $(PG_TEST_URL)"; exit 1; \
 	else \
@@ -82,9 +76,10 @@ test-postgres: install browser prometheus
 test: lint test-sqlite test-postgres
 
 # The fleet bench: agents over HTTP against gunicorn, beside the database's own ceiling
-# (manage.py bench; the bench commands live in benchmarks/, a checkout's, not the wheel's). On DATABASE_URL when it is set (a PostgreSQL database it names is
+# (manage.py bench). On DATABASE_URL when it is set (a PostgreSQL database it names is
 # created if missing), else on a fresh scratch SQLite file. E.g. BENCH_ARGS=--quick,
-# BENCH_ARGS="--agents 32 --json bench.json".
+# BENCH_ARGS="--agents 32 --json bench.json". The bench commands are benchmarks/'s: a
+# checkout has them, the wheel does not.
 BENCH_SQLITE := /tmp/projektor-bench.sqlite3
 CREATE_PG_DB := import os, psycopg; from urllib.parse import urlsplit; \
 	url = urlsplit(os.environ["DATABASE_URL"]); name = url.path.lstrip("/"); \
