@@ -1,5 +1,5 @@
 """``projektor run``: take issues and run an agent command on each, keeping the
-protocol for it (AGENTS.md, "projektor run": steps 1-5, 7, 8 without integration, 9).
+protocol for it (docs/agents.md, "The agent command").
 
     projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
                   [--worktrees DIR] [--verify CMD] [--hooks claude-code] -- COMMAND [ARG …]
@@ -22,7 +22,7 @@ from typing import Any
 from projektor_agent import commands, config, gitops
 from projektor_agent.client import Client, for_issue
 from projektor_agent.errors import OK, REFUSED, Refused, UsageError
-from projektor_agent.output import say, warn
+from projektor_agent.output import emit, say, warn
 from projektor_agent.supervise import Child
 from projektor_agent.unit import Interrupted, Unit, UnitWork
 
@@ -98,6 +98,8 @@ class Runner:
                 self.wait_for_events(QUEUE_WAIT_TYPES, QUEUE_WAIT_SECONDS)
                 continue
             status = UnitWork(self, unit).work()
+            outcome = "handed_in" if status == OK else "not_handed_in"
+            emit(self.args.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
             if not self.args.loop:
                 return status
             if self.interrupted:

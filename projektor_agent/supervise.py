@@ -19,8 +19,8 @@ from projektor_agent.client import Client
 from projektor_agent.errors import CommandError, Unreachable
 from projektor_agent.output import say, warn
 
-# Another session owns the work now (AGENTS.md, step 7). ``released`` (our own hand-in
-# or give-back) and ``agent_ended`` (our own end) are not among them.
+# Another session owns the work now (docs/agents.md, "The agent command"). ``released``
+# (our own hand-in or give-back) and ``agent_ended`` (our own end) are not among them.
 LOST_REASONS = ("expired", "overridden", "issue_closed", "max_age")
 WATCHED_TYPES = "lease.released,claims.released,session.ended"
 EVENT_WAIT_SECONDS = 25  # one long poll (the server allows 30)

@@ -1,5 +1,5 @@
 """One unit of work under ``projektor run``: from a started issue to its hand-in or
-its give-back (AGENTS.md, steps 2-5, 7 and 8 without integration)."""
+its give-back (docs/agents.md, "The agent command")."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class UnitWork:
         except Interrupted:
             self.give_back("the runner was interrupted before the agent started")
             return REFUSED
-        except UsageError as error:
+        except CommandError as error:  # a local setup error, or the server failing
             self.give_back(f"the runner could not prepare the work: {error.message}")
             raise
         if self.watch.lost:
@@ -172,6 +172,7 @@ class UnitWork:
             "PROJEKTOR_ISSUE": str(unit.id),
             "PROJEKTOR_FENCE": "" if unit.fence is None else str(unit.fence),
             "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
+            "PROJEKTOR_WORKTREE": str(workdir),  # the root the hook claims paths under
         }
 
     def command(self) -> list[str]:

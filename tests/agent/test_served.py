@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from coordination.models import ApiKey
 from projektor_agent import guard
+from tests.conftest import make_client
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +52,8 @@ def test_the_guard_download_is_the_packages_guard_module(client):
     assert client.get("/guard/pre-commit").content == Path(guard.__file__).read_bytes()
 
 
-def test_a_session_states_the_ttl_to_heartbeat_by(api):
+def test_a_session_states_the_ttl_to_heartbeat_by(workspace):
+    api = make_client(ApiKey.issue(workspace, "fleet")[1])
     response = api.post("/api/v1/sessions/", {"agent": "coder-1"}, format="json")
     assert response.status_code == 201
     assert response.json()["ttl_seconds"] == settings.PROJEKTOR_SESSION_TTL_SECONDS

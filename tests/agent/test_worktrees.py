@@ -2,13 +2,14 @@
 the server and reused, a branch per issue from the default branch; and the checkouts
 it refuses to touch."""
 
+import json
 from pathlib import Path
 
 from tests.agent.conftest import agent_command, git, read_json, released, unique, wait_until
 from tests.agent.test_runner import control_dir, started
 
 
-def run_in_worktree(projektor, repo, tmp_path, issue, agent, *behaviour, wait=True):
+def run_in_worktree(projektor, repo, tmp_path, issue, agent, *behaviour, hooks=False):
     control = control_dir(tmp_path)
     result = projektor(
         "run",
@@ -16,10 +17,10 @@ def run_in_worktree(projektor, repo, tmp_path, issue, agent, *behaviour, wait=Tr
         str(issue["id"]),
         "--worktrees",
         str(tmp_path / "wt"),
+        *(["--hooks", "claude-code"] if hooks else []),
         *agent_command(control, *behaviour),
         cwd=repo,
         agent=agent,
-        wait=wait,
     )
     return control, result
 
@@ -33,7 +34,16 @@ def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
     (repo / "scratch.txt").write_text("the main checkout's own uncommitted work\n")
 
     control, done = run_in_worktree(
-        projektor, repo, tmp_path, first, agent, "--edit", "src/login.py", "--commit", "Add login"
+        projektor,
+        repo,
+        tmp_path,
+        first,
+        agent,
+        "--edit",
+        "src/login.py",
+        "--commit",
+        "Add login",
+        hooks=True,
     )
     assert done.returncode == 0, done.stderr
     child = read_json(control / "started.json")
@@ -43,7 +53,10 @@ def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
     assert git(worktree, "branch", "--show-current") == branch
     assert git(repo, "log", "-1", "--format=%s", branch) == "Add login"
     assert git(repo, "merge-base", branch, "main") == git(repo, "rev-parse", "main")
-    assert git(worktree, "status", "--porcelain") == ""  # .projektor/ is git-ignored
+    assert git(worktree, "status", "--porcelain") == ""  # .projektor/, .claude/ git-ignored
+    settings = json.loads((worktree / ".claude" / "settings.local.json").read_text())
+    assert "hook claude-code" in json.dumps(settings["hooks"]["PreToolUse"])
+    assert child["env"]["PROJEKTOR_WORKTREE"] == str(worktree)
     assert not (worktree / "scratch.txt").exists()
     hook = Path(git(worktree, "rev-parse", "--git-path", "hooks/pre-commit"))
     hook = hook if hook.is_absolute() else worktree / hook
