@@ -1,4 +1,8 @@
-"""``manage.py bench``: a fleet of agent processes against the app under gunicorn, with
+"""The benches, a development package: in a checkout (a Django app, installed when it
+is importable, so ``manage.py bench``, ``bench_claims``, ``bench_heatmap`` and
+``bench_webhooks`` are there), not in the wheel; the product never imports it.
+
+``manage.py bench``: a fleet of agent processes against the app under gunicorn, with
 the database's own ceiling (the same transactions issued directly) beside it.
 
 Modules, by the process they run in:
