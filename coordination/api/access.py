@@ -70,6 +70,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("issue-transition", "POST"): Rule(Act.TRACK, closes="to", issue=URL),
     ("issue-claim", "POST"): IN_BODY_SESSION,
     ("issue-release", "POST"): IN_BODY_SESSION,
+    ("issue-links", "POST"): TRACK,
+    ("issue-link", "DELETE"): TRACK,
     ("lease-list", "GET"): READ,
     ("lease-detail", "GET"): READ,
     ("wip-cap-denial-list", "GET"): READ,

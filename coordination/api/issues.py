@@ -100,8 +100,12 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         summary="List the ready queue",
         description="What to pick next: issues in `todo` that meet the definition of ready "
         "and have no live lease, urgent first (priority 1, 2, 3, 4, then 0), oldest first "
-        "within a priority. With `include_not_ready=true` the other open issues without a "
-        "live lease follow, each with what it lacks in `missing`. Read-only.",
+        "within a priority; a blocked issue is never ready (invariant 14). Each issue names "
+        "its `collisions`: its expected `paths` that another issue's live claim holds now; "
+        "within a priority the issues without any come first (`avoid_collisions=false`: "
+        "the plain order), and `free=true` lists only those. With `include_not_ready=true` "
+        "the other open issues without a live lease follow, each with what it lacks in "
+        "`missing` (`blockers` while blocked). Read-only.",
         parameters=[s.ReadyQuery],
         responses=s.QueuedIssueSerializer(many=True),
     )
@@ -114,6 +118,8 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
             self.workspace,
             project=lookups.get_project(self.workspace, key) if key else None,
             include_not_ready=query.validated_data["include_not_ready"],
+            avoid_collisions=query.validated_data["avoid_collisions"],
+            free=query.validated_data["free"],
         )
         page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # paged as a queryset
         return self.get_paginated_response(s.QueuedIssueSerializer(page, many=True).data)

@@ -10,6 +10,7 @@ from coordination.filtersets import IssueFilter
 from coordination.liveness import dialect
 from coordination.models import Agent, Issue, IssueLease, Project, Workspace, Worktree
 from coordination.selectors.filtering import filtered
+from coordination.selectors.graph import attach, with_graph
 from coordination.services import sql
 from coordination.services.rows import Listing, take
 
@@ -29,7 +30,9 @@ def unreleased_leases() -> Prefetch:
 
 
 def issues(workspace: Workspace) -> QuerySet[Issue]:
-    return (
+    """Each issue with its project, worktree, assignee, unreleased lease and, in the
+    same statement, its links and expected paths (``selectors.graph``)."""
+    return with_graph(
         Issue.objects.filter(workspace=workspace)
         .select_related("project", "worktree", "assignee")
         .prefetch_related(unreleased_leases())
@@ -51,13 +54,22 @@ def issue_as_shown(issue: Issue) -> Issue:
 
 
 def ready_issues(
-    workspace: Workspace, *, project: Project | None = None, include_not_ready: bool = False
+    workspace: Workspace,
+    *,
+    project: Project | None = None,
+    include_not_ready: bool = False,
+    avoid_collisions: bool = True,
+    free: bool = False,
 ) -> Listing[Issue]:
     """The ready queue [get_ready_issues]: issues in ``todo`` that meet the definition
     of ready and have no live lease, urgent first (priority 1, 2, 3, 4, then 0 for
     none), oldest first within a priority. With ``include_not_ready``, the other open
     issues without a live lease follow, in the same order (``workflow.missing_for_work``
     says what each lacks). Each issue as ``issues()`` loads it.
+
+    Blocked issues are not ready (invariant 14). ``avoid_collisions``: within a
+    priority, issues none of whose expected paths a live claim holds come first;
+    ``free``: only those. Each issue brings its ``collisions`` (``selectors.graph``).
 
     SQL (``sql.queue_page``), paged as a queryset is: the queue alone is read off its
     partial index (``issue_ready_queue_idx``) in order, up to the page's end, and on
@@ -67,6 +79,8 @@ def ready_issues(
         workspace_id=workspace.pk,
         project_id=project.pk if project is not None else None,
         closed=sorted(Issue.CLOSED_STATUSES) if include_not_ready else None,
+        avoid_collisions=avoid_collisions,
+        free=free,
     )
     return Listing(
         counted=sql.queue_count(d, queue),
@@ -90,4 +104,6 @@ def queued_issue(row: Sequence[Any]) -> Issue:
         lease.is_live = bool(row[at])  # type: ignore[attr-defined]
         lease.agent, _ = take(Agent, row, at + 1)
     issue.unreleased_leases = [lease] if lease is not None else []  # type: ignore[attr-defined]
+    _, at = take(Agent, row, at + 1)
+    attach(issue, row, at)
     return issue

@@ -9,7 +9,7 @@ from django.db import IntegrityError
 from coordination.errors import InvalidInput, InvalidTransition
 from coordination.models import EventType, Issue, Project, Workspace
 from coordination.selectors import lookups
-from coordination.services import events, workflow
+from coordination.services import events, graph, workflow
 
 
 @contextmanager
@@ -83,6 +83,7 @@ def resolve_issue_references(workspace: Workspace, changes: dict[str, Any]) -> d
 def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
     """New issues start in ``backlog``, or in ``todo`` if they are ready."""
     values = resolve_issue_references(workspace, fields)
+    paths = graph.checked_expected_paths(values.pop("paths", []))
     status = values.pop("status", Issue.Status.BACKLOG)
     if status not in (Issue.Status.BACKLOG, Issue.Status.TODO):
         raise InvalidTransition(f"A new issue starts in backlog or todo, not {status}.")
@@ -91,6 +92,8 @@ def create_issue(*, workspace: Workspace, fields: dict[str, Any]) -> Issue:
         workflow.check_ready(issue)
     with events.change():
         issue.save()
+        if paths:
+            graph.set_expected_paths(issue=issue, paths=paths)
         announce_created(issue)
     return issue
 
@@ -107,7 +110,13 @@ def update_issue(*, workspace: Workspace, issue: Issue, fields: dict[str, Any]) 
     concurrent transition would put its old status back (and a closed issue would
     reopen with its lease and claims already released)."""
     changes = resolve_issue_references(workspace, fields)
+    paths = graph.checked_expected_paths(changes.pop("paths")) if "paths" in changes else None
     for field, value in changes.items():
         setattr(issue, field, value)
-    issue.save(update_fields=[*changes, "updated_at"])
+    if paths is None:
+        issue.save(update_fields=[*changes, "updated_at"])
+        return issue
+    with events.change():  # the row and its expected paths together
+        issue.save(update_fields=[*changes, "updated_at"])
+        graph.set_expected_paths(issue=issue, paths=paths)
     return issue

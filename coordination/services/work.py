@@ -32,7 +32,15 @@ from coordination.models import (
 )
 from coordination.paths import MAX_PATHS, checked_paths
 from coordination.selectors import lookups
-from coordination.services import agents, events, file_claims, leases, messages, workflow
+from coordination.services import (
+    agents,
+    events,
+    file_claims,
+    graph,
+    leases,
+    messages,
+    workflow,
+)
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,14 @@ def start_work(
     worktree_slug: str | None = None,
     api_key: ApiKey | None = None,
 ) -> Started:
-    """``api_key`` opened the session (invariant 13)."""
+    """``api_key`` opened the session (invariant 13). A blocked issue is refused
+    before anything starts; without ``paths``, the issue's expected paths are claimed
+    (invariant 14)."""
     issue = lookups.get_issue(workspace, issue_id)
+    if issue.status != Issue.Status.TODO:  # a todo issue's move to in_progress checks it
+        graph.check_not_blocked(issue)
+    if paths is None:
+        paths = graph.expected_paths(issue)
     if paths:
         checked_paths(paths, limit=MAX_PATHS)  # a bad path is a 400 before anything starts
     # The identity outlives a failed start (it is who the logs name); its session not.

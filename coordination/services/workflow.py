@@ -13,7 +13,7 @@ from coordination.models import (
     Workspace,
 )
 from coordination.selectors import lookups
-from coordination.services import events, file_claims, leases, messages
+from coordination.services import events, file_claims, graph, leases, messages
 
 S = Issue.Status
 
@@ -142,6 +142,7 @@ def transition_issue(
         issue = lookups.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
         check_report(issue, to, report)
+        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 14)
         events.record(
             workspace.pk,
             EventType.ISSUE_TRANSITIONED,

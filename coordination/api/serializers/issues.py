@@ -13,8 +13,11 @@ from coordination.api.serializers.fields import (
     StrictCharField,
     StrictChoiceField,
 )
+from coordination.api.serializers.file_claims import PathField
 from coordination.api.serializers.leases import LeaseSerializer
+from coordination.api.serializers.links import CollisionSerializer, GraphFields
 from coordination.models import Issue
+from coordination.selectors.graph import graph_of
 from coordination.services.workflow import REPORT_LIMITS, missing_for_work
 
 
@@ -37,6 +40,13 @@ class IssueInput(serializers.Serializer):
         required=False, allow_null=True, help_text="A worktree's slug: its runs lock that one."
     )
     assignee = SlugRefField(required=False, allow_null=True, help_text="An agent's name.")
+    paths = serializers.ListField(
+        child=PathField(),
+        required=False,
+        help_text="The files and directories the work is expected to touch (at most 100, "
+        "normalised like claims; no globs): start_work without paths claims them, and the "
+        "ready queue names those a live claim holds.",
+    )
 
     NOT_PATCHABLE = {
         "status": "Status changes only through POST /issues/{id}/transition/.",
@@ -69,7 +79,7 @@ class TransitionInput(serializers.Serializer):
 
 
 @extend_schema_serializer(examples=[x.shown("an issue in progress", x.ISSUE)])
-class IssueSerializer(FieldsBoundOnce, serializers.ModelSerializer):
+class IssueSerializer(FieldsBoundOnce, GraphFields, serializers.ModelSerializer):
     project = serializers.CharField(source="project.key", read_only=True, allow_null=True)
     worktree = serializers.CharField(source="worktree.slug", read_only=True, allow_null=True)
     assignee = serializers.CharField(source="assignee.name", read_only=True, allow_null=True)
@@ -92,6 +102,12 @@ class IssueSerializer(FieldsBoundOnce, serializers.ModelSerializer):
             "report",
             "created_at",
             "updated_at",
+            "blocked_by",
+            "blocks",
+            "parent",
+            "children",
+            "links",
+            "paths",
         ]
 
     def get_lease(self, issue: Issue) -> dict[str, Any] | None:
@@ -109,24 +125,45 @@ class ReadyQuery(serializers.Serializer):
         "it lacks in missing.",
     )
 
+    avoid_collisions = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Within a priority, issues whose expected paths no live claim holds come "
+        "first; false keeps the plain order.",
+    )
+    free = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Only the issues none of whose expected paths a live claim holds.",
+    )
+
+    FLAGS = ("include_not_ready", "avoid_collisions", "free")
+
     def to_internal_value(self, data: Any) -> Any:
-        flag = data.get("include_not_ready")
-        if flag is not None and str(flag).lower() not in {"true", "false", "1", "0"}:
-            raise serializers.ValidationError({"include_not_ready": "Use true or false."})
+        for name in self.FLAGS:
+            flag = data.get(name)
+            if flag is not None and str(flag).lower() not in {"true", "false", "1", "0"}:
+                raise serializers.ValidationError({name: "Use true or false."})
         return super().to_internal_value(data)
 
 
 @extend_schema_serializer(examples=[x.shown("a ready issue", x.READY_ISSUE)])
 class QueuedIssueSerializer(IssueSerializer):
-    """An issue of the ready queue; with ``include_not_ready``, what it lacks."""
+    """An issue of the ready queue: the expected paths a live claim holds now and,
+    with ``include_not_ready``, what it lacks (``blockers`` while it is blocked)."""
 
     missing = serializers.SerializerMethodField()
+    collisions = serializers.SerializerMethodField()
 
     class Meta(IssueSerializer.Meta):
-        fields = [*IssueSerializer.Meta.fields, "missing"]
+        fields = [*IssueSerializer.Meta.fields, "missing", "collisions"]
 
     def get_missing(self, issue: Issue) -> list[str]:
-        return missing_for_work(issue)
+        blocked = ["blockers"] if graph_of(issue).blocked_by else []
+        return [*missing_for_work(issue), *blocked]
+
+    def get_collisions(self, issue: Issue) -> list[dict[str, Any]]:
+        return CollisionSerializer(graph_of(issue).collisions, many=True).data  # type: ignore[return-value]
 
 
 @extend_schema_serializer(examples=[x.shown("the workflow", x.WORKFLOW)])

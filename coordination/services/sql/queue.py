@@ -21,6 +21,13 @@ from coordination.services.sql.base import (
     columns,
     placeholders,
 )
+from coordination.services.sql.graph import (
+    blocked,
+    collides,
+    collisions_json,
+    links_json,
+    paths_json,
+)
 
 # The definition of ready and the queue's rank exactly as the partial index
 # ``issue_ready_queue_idx`` is built on them (``READY`` and ``READY_RANK`` of
@@ -37,16 +44,22 @@ INDEX = "issue_ready_queue_idx"
 @dataclass(frozen=True)
 class Queue:
     """Which queue: the workspace's, or one project's; the ready issues only or, with
-    ``closed`` (the closed statuses), every issue not in those, the ready ones first."""
+    ``closed`` (the closed statuses), every issue not in those, the ready ones first.
+    ``avoid_collisions``: within a priority, issues whose expected paths no live claim
+    holds come first; ``free``: only those (invariant 14's queue, docs/api.md "Ready,
+    and free"). Without either, the plain order, read off the partial index."""
 
     workspace_id: int
     project_id: int | None = None
     closed: Sequence[str] | None = None
+    avoid_collisions: bool = False
+    free: bool = False
 
 
 def queue_filter(d: Dialect, queue: Queue) -> Statement:
     """The issues of the queue: without a live lease (invariant 2: a dead holder's
-    issue is free again), of its project if it names one, ready or open."""
+    issue is free again), of its project if it names one, ready and not blocked
+    (invariant 14), or open; with ``free``, colliding with no live claim."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
         f" WHERE held.issue_id = i.id AND held.released_at IS NULL AND {d.live('hs')}"
@@ -57,10 +70,12 @@ def queue_filter(d: Dialect, queue: Queue) -> Statement:
         where += " AND i.project_id = %s"
         params.append(queue.project_id)
     if queue.closed is None:
-        where += f" AND {READY}"
+        where += f" AND {READY} AND NOT {blocked('i')}"
     else:
         where += f" AND i.status NOT IN ({placeholders(queue.closed)})"
         params += list(queue.closed)
+    if queue.free:
+        where += f" AND NOT {collides(d, 'i')}"
     return where, params
 
 
@@ -85,13 +100,21 @@ def queue_window(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statem
     where, params = queue_filter(d, queue)
     return (
         f"SELECT {columns(ISSUE, 'i')} FROM {queue_issues(d, queue)} WHERE {where}"
-        f" ORDER BY {queue_order(queue)} LIMIT %s OFFSET %s",
+        f" ORDER BY {queue_order(d, queue)} LIMIT %s OFFSET %s",
         [*params, limit, offset],
     )
 
 
-def queue_order(queue: Queue) -> str:
-    return ORDER if queue.closed is None else f"CASE WHEN {READY} THEN 0 ELSE 1 END, {ORDER}"
+def queue_order(d: Dialect, queue: Queue) -> str:
+    """Rank, then (avoiding collisions) the issues that collide with none first, then
+    age. With a collision term the database still reads the index in rank order and
+    sorts each rank's issues only, up to the page's end."""
+    order = ORDER
+    if queue.avoid_collisions and not queue.free:
+        order = f"{RANK}, CASE WHEN {collides(d, 'i')} THEN 1 ELSE 0 END, i.created_at, i.id"
+    if queue.closed is None:
+        return order
+    return f"CASE WHEN {READY} AND NOT {blocked('i')} THEN 0 ELSE 1 END, {order}"
 
 
 def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statement:
@@ -102,7 +125,11 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
 
     The page is chosen first, in a subquery, and joined after: planning the nine
     tables' joins at once cost PostgreSQL 6 ms a page, the page and then its joins 2
-    (its 100 rows are sorted again: joins keep no order)."""
+    (its 100 rows are sorted again: joins keep no order).
+
+    Each issue brings its graph as JSON columns (``sql.graph``): its links both ways,
+    its expected paths, and its collisions with live claims, the last one statement
+    for the whole page by index range scans (invariant 14)."""
     window, params = queue_window(d, queue, limit=limit, offset=offset)
     shown = [
         columns(ISSUE, "i"),
@@ -112,6 +139,9 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
         columns(LEASE, "l"),
         d.live("ls"),
         columns(AGENT, "la"),
+        links_json(d, "i"),
+        paths_json(d, "i"),
+        collisions_json(d, "i"),
     ]
     return (
         f"SELECT {', '.join(shown)} FROM ({window}) i JOIN {PROJECT} p ON p.id = i.project_id"
@@ -120,6 +150,6 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
         f" LEFT JOIN {LEASE} l ON l.issue_id = i.id AND l.released_at IS NULL"
         f" LEFT JOIN {SESSION} ls ON ls.id = l.session_id"
         f" LEFT JOIN {AGENT} la ON la.id = l.agent_id"
-        f" ORDER BY {queue_order(queue)}",
+        f" ORDER BY {queue_order(d, queue)}",
         params,
     )

@@ -74,8 +74,10 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/check/": 3,
     "POST /file-claims/check/ (directories)": 3,
     # A unit of work.
-    "POST /work/start/": {"sqlite": 38, "postgresql": 40},  # the lease claim's, above
-    "POST /work/finish/": {"sqlite": 36, "postgresql": 37},  # the release's project
+    # + the move to in_progress's blocker check (on PostgreSQL after the graph lock).
+    "POST /work/start/": {"sqlite": 39, "postgresql": 42},  # the lease claim's, above
+    # + the issue's links and expected paths, for the issue it shows.
+    "POST /work/finish/": {"sqlite": 37, "postgresql": 38},  # the release's project
     # Messages, runs.
     "POST /messages/": {"sqlite": 9, "postgresql": 10},
     "POST /runs/": {"sqlite": 16, "postgresql": 19},  # the lease claim's, above
@@ -100,7 +102,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 28},
     "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 7},
     "POST /messages/ (agent key)": {"sqlite": 8, "postgresql": 9},  # no session to read
-    "POST /work/start/ (agent key)": {"sqlite": 33, "postgresql": 35},
+    "POST /work/start/ (agent key)": {"sqlite": 34, "postgresql": 37},
     # Keys: the key; then the list's count and page (with agents); or the mint (the
     # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
     # compare-and-set, the re-read).

@@ -72,7 +72,7 @@ def test_an_issue_whose_holder_died_is_ready_again(api, workspace, queue, make_s
     assert rows["high"]["lease"]["live"] is False
     assert rows["high"]["lease"]["agent"] == holder.agent.name
     shown = api.get(f"{V1}/issues/{queue['high'].pk}/").json()
-    assert rows["high"] == {**shown, "missing": []}
+    assert rows["high"] == {**shown, "missing": [], "collisions": []}
 
 
 def test_every_page_of_a_long_queue(api, project, workspace):
