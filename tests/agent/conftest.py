@@ -1,10 +1,10 @@
 """A live server for the agent command's tests: gunicorn (the suite's harness) on a
-database of its own, copied from the migrated test database, with a short session TTL;
+database of its own (migrated as a new deployment's is), with a short session TTL;
 an API client for the test's own calls; scratch git repositories; and the command run
 as a real process.
 
-The live database outlives each test (nothing flushes it): every test makes its own
-project, issues and agent names, so tests never see each other's work.
+The live database outlives each test (nothing flushes it): every test has a workspace
+(and a key) of its own, so tests never see each other's claims, queues or work.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ WORKSPACES = 40  # one per test: claims and queues are per workspace
 SEED = f"""
 import django
 django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
 from coordination.models import ApiKey, Workspace
 for number in range({WORKSPACES}):
     workspace = Workspace.objects.create(slug=f"agents-{{number}}", name=f"Agents {{number}}")
@@ -121,18 +123,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             "REDIS_URL": None,
         }
     )
-    migrated = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, capture_output=True
-    )
-    assert migrated.returncode == 0, migrated.stderr.decode(errors="replace")
     seeded = subprocess.run(
         [sys.executable, "-c", SEED], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert seeded.returncode == 0, seeded.stderr
     keys = seeded.stdout.split()
     try:
+        # One worker starts soonest; its threads serve the runners' long polls.
         with harness.gunicorn(
-            env=env, workers=2, threads=8, log_path=tmp / "gunicorn.log"
+            env=env, workers=1, threads=16, log_path=tmp / "gunicorn.log"
         ) as server:
             yield Live(server=server, keys=keys)
     finally:
