@@ -73,9 +73,11 @@ def generated() -> dict[str, tuple[str, ...]]:
 @pytest.mark.django_db(transaction=True)
 def test_the_migrations_install_the_triggers_the_code_generates():
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
-    migrate(WITHOUT_TRIGGERS)  # every trigger gone, then each migration's own again
-    assert installed() == {}
-    migrate(latest)
+    try:
+        migrate(WITHOUT_TRIGGERS)  # every trigger gone, then each migration's own again
+        assert installed() == {}
+    finally:
+        migrate(latest)
     migrated = installed()
     assert set(migrated) == generated_names(), "a trigger missing, or one the code no longer makes"
     today = generated()
