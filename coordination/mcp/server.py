@@ -56,6 +56,9 @@ def instructions() -> str:
         "it); stop and re-claim or coordinate. whoami names your workspace and what your "
         "key may do: an agent key acts only as its agent, in its sessions (register_agent "
         "and start_work may omit agent), and a call it may not make is a forbidden error. "
+        "An agent started by `projektor run` (the agent command, served at /agent/projektor) "
+        "has its session kept alive, its work handed in or given back, and is stopped when "
+        "its work is taken: it need not heartbeat itself. "
         "A refused call is a tool error whose text is the REST error JSON: "
         '{"code": ..., "detail": ...}.'
     )
