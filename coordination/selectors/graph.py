@@ -9,7 +9,7 @@ service returned), asks the database for that one issue.
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -102,7 +102,7 @@ def moment(value: Any) -> datetime | None:
         return None
     parsed = parse_datetime(str(value))
     if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
+        parsed = timezone.make_aware(parsed, UTC)
     return parsed
 
 

@@ -142,7 +142,6 @@ def transition_issue(
         issue = lookups.get_issue(workspace, issue_id, for_update=True)
         check_transition(issue, to, by_human=by_human)
         check_report(issue, to, report)
-        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 14)
         events.record(
             workspace.pk,
             EventType.ISSUE_TRANSITIONED,
@@ -152,6 +151,7 @@ def transition_issue(
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
             data={"from": issue.status, "to": to},
         )
+        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 14)
         issue.status = to
         changed = ["status", "updated_at"]
         if report is not None:
