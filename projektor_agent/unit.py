@@ -215,6 +215,7 @@ class UnitWork:
             return self.taken()
         if unit.run:
             self.best_effort("finish the run", self.finish_run, "succeeded")
+        self.watch.close()  # finish_work ends the session: that end is not a loss
         self.client.post(
             "/work/finish/", {"session": unit.session, "issue": unit.id, "report": report}
         )
