@@ -216,7 +216,10 @@ def events(args: argparse.Namespace) -> int:
     while True:
         if args.follow:
             query["wait"] = EVENT_WAIT_SECONDS
-        page = client.get("/events/", query, timeout=EVENT_WAIT_SECONDS + 20)
+        try:
+            page = client.get("/events/", query, timeout=EVENT_WAIT_SECONDS + 20)
+        except KeyboardInterrupt:  # ^C is how a follower stops
+            return OK
         for event in page.get("events", []):
             emit(args.json, event, [event_line(event)])
         query["after"] = page.get("next", query["after"])

@@ -21,7 +21,7 @@ from typing import Any
 
 from projektor_agent import commands, config, gitops
 from projektor_agent.client import Client, for_issue
-from projektor_agent.errors import OK, REFUSED, Refused, UsageError
+from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
 from projektor_agent.output import emit, say, warn
 from projektor_agent.supervise import Child
 from projektor_agent.unit import Interrupted, Unit, UnitWork
@@ -30,6 +30,7 @@ DEFAULT_TTL = 120.0
 QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
 QUEUE_WAIT_SECONDS = 25
 CATCH_UP_LIMIT = 1000
+OUTAGE_PAUSE_SECONDS = 5
 # Refusals that mean "someone else has this one": with --next, take the next.
 TAKEN_ELSEWHERE = ("lease_held", "blocked", "file_conflict", "invalid_transition", "issue_closed")
 
@@ -90,13 +91,21 @@ class Runner:
         while True:
             if self.interrupted:
                 raise Interrupted()
-            unit = self.take()
-            if unit is None:
+            try:
+                unit = self.take()
+                if unit is None and self.args.loop:
+                    self.wait_for_events(QUEUE_WAIT_TYPES, QUEUE_WAIT_SECONDS)
+                    continue
+            except Unreachable as error:
                 if not self.args.loop:
-                    say("nothing to take: the ready queue has no issue this agent may start")
-                    return REFUSED
-                self.wait_for_events(QUEUE_WAIT_TYPES, QUEUE_WAIT_SECONDS)
+                    raise
+                # A loop outlives an outage: it tries again after a pause, not at once.
+                warn(f"{error.message}; trying again in {OUTAGE_PAUSE_SECONDS} s")
+                threading.Event().wait(OUTAGE_PAUSE_SECONDS)
                 continue
+            if unit is None:
+                say("nothing to take: the ready queue has no issue this agent may start")
+                return REFUSED
             status = UnitWork(self, unit).work()
             outcome = "handed_in" if status == OK else "not_handed_in"
             emit(self.args.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
