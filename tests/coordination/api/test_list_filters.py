@@ -3,6 +3,8 @@ the same 400 everywhere, naming the parameter, and a good one filters."""
 
 import pytest
 
+from coordination.api import urls  # noqa: F401  (imports every viewset)
+from coordination.api.base import FilteredListViewSet, WorkspaceViewSet
 from coordination.models import Agent, AgentSession
 from tests.api_helpers import V1
 
@@ -55,3 +57,17 @@ def test_a_filter_value_filters_the_list(api, workspace):
     response = api.get(f"{V1}/sessions/", {"role": "reviewer"})
     assert response.status_code == 200, response.content
     assert [row["agent"] for row in response.json()["results"]] == ["bob"]
+
+
+def subclasses(cls: type) -> list[type]:
+    return [sub for direct in cls.__subclasses__() for sub in [direct, *subclasses(direct)]]
+
+
+def test_a_viewset_that_documents_filters_has_a_list_selector_that_reads_them():
+    # The filter backend only documents a FilterSet; a list that names one without a
+    # list selector would show filters it ignores.
+    views = subclasses(WorkspaceViewSet)
+    named = [view for view in views if getattr(view, "filterset_class", None)]
+    assert len(named) >= 8
+    assert [view for view in named if not issubclass(view, FilteredListViewSet)] == []
+    assert all(callable(getattr(view, "list_selector", None)) for view in named)
