@@ -24,7 +24,7 @@ from projektor_agent.client import Client, for_issue
 from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
 from projektor_agent.output import emit, say, warn
 from projektor_agent.supervise import Child
-from projektor_agent.unit import Interrupted, Unit, UnitWork
+from projektor_agent.unit import SKIPPED, Interrupted, Unit, UnitWork
 
 DEFAULT_TTL = 120.0
 QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
@@ -107,6 +107,10 @@ class Runner:
                 say("nothing to take: the ready queue has no issue this agent may start")
                 return REFUSED
             status = UnitWork(self, unit).work()
+            if status == SKIPPED:
+                if self.args.next:
+                    continue
+                status = REFUSED
             outcome = "handed_in" if status == OK else "not_handed_in"
             emit(self.args.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
             if not self.args.loop:

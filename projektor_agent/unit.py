@@ -21,6 +21,7 @@ EXCLUDES = ("/.projektor/",)
 VERIFY_TAIL_LINES = 20
 REPORT_LIMIT = 4000  # the server's limit of a report's summary and verification
 MESSAGE_LIMIT = 10000
+SKIPPED = -1  # not worked on: with --next, take other work
 BUSY_WAIT_TYPES = "run.finished,run.not_started,session.ended,lease.released"
 
 
@@ -77,14 +78,18 @@ class UnitWork:
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
             self.runner.skipped.add(unit.id)  # with --next: other work, not this again
+            self.best_effort("move the issue back to todo", self.back_to_todo)
             self.end_session()
-            return REFUSED
+            return SKIPPED
         except Interrupted:
             self.give_back("the runner was interrupted before the agent started")
             return REFUSED
         except CommandError as error:  # a local setup error, or the server failing
             self.give_back(f"the runner could not prepare the work: {error.message}")
             raise
+        except OSError as error:  # the worktree or its files could not be written
+            self.give_back(f"the runner could not prepare the work: {error}")
+            raise UsageError(f"cannot prepare the work for issue {unit.id}: {error}") from None
         if self.watch.lost:
             return self.taken()
         if self.runner.interrupted:
@@ -216,9 +221,13 @@ class UnitWork:
         if unit.run:
             self.best_effort("finish the run", self.finish_run, "succeeded")
         self.watch.close()  # finish_work ends the session: that end is not a loss
-        self.client.post(
-            "/work/finish/", {"session": unit.session, "issue": unit.id, "report": report}
-        )
+        try:
+            self.client.post(
+                "/work/finish/", {"session": unit.session, "issue": unit.id, "report": report}
+            )
+        except CommandError:
+            self.end_session()  # whatever it still holds is released, not left to the TTL
+            raise
         say(f"issue {unit.id}: handed in (in_review): {report['summary'].splitlines()[0]}")
         return OK
 

@@ -168,3 +168,28 @@ def test_a_busy_worktree_is_waited_for_then_used(api, projektor, repo, tmp_path)
     assert holder.wait() == 0, holder.stderr
     assert waiter.wait() == 0, waiter.stderr
     assert read_json(two / "started.json")["cwd"] == str(tmp_path / "wt" / "shared")
+
+
+def test_an_unresolved_worktree_is_reported_and_the_runner_takes_other_work(
+    api, projektor, repo, tmp_path
+):
+    """An issue that needs a filesystem, for an agent bound to no worktree, in a
+    project with none: the server cannot resolve the run's lock."""
+    project, control = api.project(), control_dir(tmp_path)
+    needs_one = api.issue(project, "Needs a checkout", requires_filesystem=True)
+    plain = api.issue(project, "Plain")
+    done = projektor(
+        "run",
+        "--next",
+        "--project",
+        project,
+        *agent_command(control),
+        cwd=repo,
+        agent=unique("juno"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "could not resolve its worktree" in done.stderr
+    assert read_json(control / "started.json")["env"]["PROJEKTOR_ISSUE"] == str(plain["id"])
+    skipped = api.get(f"/issues/{needs_one['id']}/")
+    assert skipped["status"] == "todo" and skipped["lease"] is None
+    assert api.get(f"/issues/{plain['id']}/")["status"] == "in_review"
