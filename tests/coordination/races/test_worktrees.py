@@ -119,7 +119,7 @@ def test_a_lost_runs_finish_racing_a_dispatch_onto_its_worktree_has_exactly_one_
             return runs.finish_run(
                 workspace=workspace, run_id=target, outcome="succeeded", fence=fence
             )
-        return dispatch_run(workspace=workspace, session_id=session_id, issue_id=target)
+        return runs.dispatch_run(workspace=workspace, session_id=session_id, issue_id=target)
 
     outcomes = []
     for round_number in range(FENCE_ROUNDS):
