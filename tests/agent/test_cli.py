@@ -115,3 +115,30 @@ def test_an_agent_command_that_does_not_exist_is_exit_2_and_the_lease_released(
 def test_run_without_work_or_command_is_a_usage_error(projektor, repo):
     assert projektor("run", "--next", cwd=repo, agent="x").returncode == 2
     assert projektor("run", "--", "true", cwd=repo, agent="x").returncode == 2
+
+
+def test_the_guard_is_a_subcommand(api, live, repo):
+    (repo / "src" / "held.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "src/held.py"], cwd=repo, env=clean_env(), check=True)
+    project = api.project()
+    issue = api.issue(project)
+    theirs = api.post("/work/start/", {"agent": "atlas", "issue": issue["id"]}, expect=201)
+    other = api.issue(project, "Mine")
+    api.post(
+        "/file-claims/",
+        {"issue": issue["id"], "paths": ["src/held.py"], "session": theirs["session"]["id"]},
+        expect=201,
+    )
+    env = {"PROJEKTOR_URL": live.url, "PROJEKTOR_API_KEY": api.key}
+    refused = bare("guard", "pre-commit", cwd=repo, PROJEKTOR_ISSUE=str(other["id"]), **env)
+    assert refused.returncode == 1
+    assert f"issue {issue['id']}, agent atlas" in refused.stderr
+    unchecked = bare(
+        "guard",
+        "pre-commit",
+        cwd=repo,
+        PROJEKTOR_ISSUE="1",
+        PROJEKTOR_URL=CLOSED_PORT_URL,
+        PROJEKTOR_API_KEY="k",
+    )
+    assert unchecked.returncode == 0 and "warning" in unchecked.stderr
