@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
-from coordination.liveness import live_q
+from coordination.liveness import live_q, stalled_q
 from coordination.models import (
     MAX_ID,
     AgentSession,
@@ -72,6 +72,7 @@ def id_filter(field_name: str) -> filters.NumberFilter:
 
 class SessionFilter(filters.FilterSet):
     live = BooleanFilter(method="filter_live")
+    stalled = BooleanFilter(method="filter_stalled")
     agent = filters.CharFilter(field_name="agent__name")
     role = filters.CharFilter(field_name="agent__role")
 
@@ -86,6 +87,13 @@ class SessionFilter(filters.FilterSet):
         # The predicate itself, not the ``is_live`` annotation: this one the partial
         # index on active sessions' heartbeats serves, however many have ended.
         return queryset.filter(live_q()) if value else queryset.exclude(live_q())
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def filter_stalled(
+        self, queryset: QuerySet[AgentSession], name: str, value: Any
+    ) -> QuerySet[AgentSession]:
+        # Live and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 15).
+        return queryset.filter(stalled_q()) if value else queryset.exclude(stalled_q())
 
 
 class IssueFilter(filters.FilterSet):

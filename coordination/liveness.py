@@ -48,7 +48,27 @@ def live_q(prefix: str = "") -> Q:
     return Q(**{f"{prefix}status": "active", f"{prefix}last_heartbeat_at__gt": live_cutoff()})
 
 
+def stall_after() -> timedelta:
+    return timedelta(seconds=settings.PROJEKTOR_STALL_AFTER_SECONDS)
+
+
+def stalled_q(prefix: str = "") -> Q:
+    """Q for "the session at ``prefix`` is stalled" (invariant 15): live, and its last
+    progress older than ``PROJEKTOR_STALL_AFTER_SECONDS`` by the database's clock."""
+    cutoff = ExpressionWrapper(DbNow() - Value(stall_after()), output_field=DateTimeField())
+    return live_q(prefix) & Q(**{f"{prefix}last_progress_at__lte": cutoff})
+
+
+def young_q(prefix: str = "") -> Q:
+    """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 15)."""
+    return Q(**{f"{prefix}ages_out_at__isnull": True}) | Q(**{f"{prefix}ages_out_at__gt": DbNow()})
+
+
 def dialect() -> Dialect:
     """The raw-SQL form's dialect: ``dialect().live(alias)`` is the predicate, and
     ``dialect().now()`` the clock, in the statements of ``coordination.services.sql``."""
-    return Dialect(connection.vendor, int(settings.PROJEKTOR_SESSION_TTL_SECONDS))
+    return Dialect(
+        connection.vendor,
+        int(settings.PROJEKTOR_SESSION_TTL_SECONDS),
+        int(settings.PROJEKTOR_STALL_AFTER_SECONDS),
+    )

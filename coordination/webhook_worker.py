@@ -7,6 +7,9 @@ head delivery by one process at a time: its row lock); each POST is bounded by a
 long and never the other webhooks. The loop sleeps between passes on the event
 log's wake-ups (``feed.wakeups``: on PostgreSQL a commit through any app server wakes
 it at once) or for ``poll`` seconds, which is also how due retries are found.
+
+Every ``stall_check`` seconds a pass also announces newly stalled sessions
+(``services.progress``, invariant 15).
 """
 
 import json
@@ -22,7 +25,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from coordination import feed
 from coordination.models import Event
-from coordination.services import webhooks
+from coordination.services import progress, webhooks
 from coordination.services.webhooks import Attempt, Target
 
 log = logging.getLogger(__name__)
@@ -118,9 +121,12 @@ class Worker:
         threads: int = DEFAULT_THREADS,
         poll: float = DEFAULT_POLL_SECONDS,
         sender: webhooks.Sender | None = None,
+        stall_check: float = progress.STALL_CHECK_SECONDS,
     ) -> None:
         self.threads = threads
         self.poll = poll
+        self.stall_check = stall_check
+        self._next_stall_check = 0.0  # at once, then every stall_check seconds
         self.sender = sender or HttpSender()
         self.stop = threading.Event()
         self._busy: set[int] = set()
@@ -133,6 +139,7 @@ class Worker:
             while not self.stop.is_set():
                 seen = feed.wakeups.generation()  # before the scan: a commit after it wakes us
                 try:
+                    self.announce_stalls()
                     due = webhooks.webhooks_with_work(now=timezone.now())
                 except DatabaseError as error:
                     log.warning("webhook worker cannot read the database (%s); retrying", error)
@@ -144,8 +151,15 @@ class Worker:
                     if sum(future.result() for future in started) == 0:
                         break
                     continue
-                feed.wakeups.wait(seen, timeout=self.poll)
+                feed.wakeups.wait(seen, timeout=min(self.poll, self.stall_check))
         connection.close()
+
+    def announce_stalls(self) -> None:
+        """``session.stalled`` for the sessions stalled since the last look, when due."""
+        now = time.monotonic()
+        if now >= self._next_stall_check:
+            self._next_stall_check = now + self.stall_check
+            progress.announce_stalls()
 
     def take(self, webhook_id: int) -> bool:
         with self._lock:

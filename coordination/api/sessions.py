@@ -1,4 +1,5 @@
-"""Sessions [register_agent, heartbeat_agent, end_agent, list_active_agents]."""
+"""Sessions [register_agent, heartbeat_agent, report_progress, end_agent,
+list_active_agents]."""
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -10,7 +11,11 @@ from coordination.api.access import key_of
 from coordination.api.base import FilteredListViewSet, parse
 from coordination.api.reference import examples as x
 from coordination.api.reference.refusals import SESSION_ENDED, errors
-from coordination.api.serializers.sessions import SessionRegisterInput, SessionSerializer
+from coordination.api.serializers.sessions import (
+    ProgressInput,
+    SessionRegisterInput,
+    SessionSerializer,
+)
 from coordination.filtersets import SessionFilter
 from coordination.selectors import sessions
 from coordination.services import access, agents
@@ -22,7 +27,9 @@ from coordination.services import access, agents
         summary="List sessions",
         description="The workspace's sessions, newest first. `live=true` keeps those whose "
         "last heartbeat is younger than the TTL, judged now by the database's clock "
-        "(invariant 1); `agent` and `role` match exactly. Read-only.",
+        "(invariant 1); `stalled=true` those live with no progress for "
+        "`PROJEKTOR_STALL_AFTER_SECONDS` (invariant 15); `agent` and `role` match exactly. "
+        "Read-only.",
     ),
     retrieve=extend_schema(
         summary="Get a session",
@@ -73,6 +80,26 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         session = agents.heartbeat_session(
             workspace=self.workspace,
             session_id=int(pk),
+            agent_id=access.session_owner(key_of(request)),
+        )
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(
+        summary="Report progress",
+        description="The session's work moved: sets `last_progress_at` to the database's "
+        "clock (and the `note`, shown on the agent's page), so it is not stalled "
+        "(invariant 15). Every change the session makes does so too; a heartbeat never "
+        "does, and progress never revives a lapsed session.",
+        request=ProgressInput,
+        responses={200: SessionSerializer, **errors(SESSION_ENDED)},
+    )
+    @action(detail=True, methods=["post"])
+    def progress(self, request: Request, pk: str) -> Response:
+        data = parse(ProgressInput, request)
+        session = agents.report_progress(
+            workspace=self.workspace,
+            session_id=int(pk),
+            note=data.get("note", ""),
             agent_id=access.session_owner(key_of(request)),
         )
         return Response(SessionSerializer(session).data)

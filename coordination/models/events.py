@@ -14,6 +14,7 @@ from coordination.models.tracker import Agent, AgentSession, Issue, Project
 class EventType(models.TextChoices):
     SESSION_REGISTERED = "session.registered"
     SESSION_ENDED = "session.ended"
+    SESSION_STALLED = "session.stalled"
     LEASE_GRANTED = "lease.granted"
     LEASE_RELEASED = "lease.released"
     CLAIMS_GRANTED = "claims.granted"

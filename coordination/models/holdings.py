@@ -7,7 +7,7 @@ from typing import Any, Self
 from django.db import models
 from django.db.models import Case, Q, When
 
-from coordination.liveness import DbNow, live_q
+from coordination.liveness import DbNow, live_q, young_q
 from coordination.models.tenancy import Workspace
 from coordination.models.tracker import Agent, AgentSession, Issue, Project
 
@@ -21,6 +21,7 @@ class ReleaseReason(models.TextChoices):
     OVERRIDDEN = "overridden"
     ISSUE_CLOSED = "issue_closed"
     WORKTREE_UNRESOLVED = "worktree_unresolved"
+    MAX_AGE = "max_age"  # a lease past its project's age cap, its holder live (invariant 15)
 
 
 class HolderQuerySet(models.QuerySet[Any]):
@@ -43,6 +44,23 @@ class HolderQuerySet(models.QuerySet[Any]):
                 When(Q(released_at__isnull=True) & live_q("session__"), then=True),
                 default=False,
             )
+        )
+
+
+class LeaseQuerySet(HolderQuerySet):
+    """A lease is live as any holding, and younger than its project's age cap
+    (invariant 15): ``ages_out_at``, its grant plus the cap, is in the future."""
+
+    def live(self) -> Self:
+        return super().live().filter(young_q())
+
+    def with_live(self) -> Self:
+        """``is_live``, and ``aged_out``: unreleased and past its project's cap."""
+        unreleased = Q(released_at__isnull=True)
+        live = unreleased & live_q("session__") & young_q()
+        return self.annotate(
+            is_live=Case(When(live, then=True), default=False),
+            aged_out=Case(When(unreleased & ~young_q(), then=True), default=False),
         )
 
 
@@ -81,6 +99,12 @@ class IssueLease(Holding):
         AgentSession, null=True, on_delete=models.SET_NULL, related_name="leases"
     )
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    # Its grant plus its project's ``max_lease_age_seconds`` (None: no cap), written by
+    # the claim's insert and again when the project's cap changes: past it the lease
+    # is not live (invariant 15).
+    ages_out_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = LeaseQuerySet.as_manager()  # type: ignore[misc]  # a narrower queryset
 
     class Meta:
         db_table = "issue_leases"  # the original schema's name (docs/design.md)

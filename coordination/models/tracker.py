@@ -7,7 +7,7 @@ from django.db.models import Case, F, Func, IntegerField, Q, Value, When
 from django.db.models.functions import Trim
 from django.db.models.lookups import Exact
 
-from coordination.liveness import DbNow, live_q
+from coordination.liveness import DbNow, live_q, stalled_q
 from coordination.models.tenancy import Workspace
 
 
@@ -35,6 +35,9 @@ class Project(models.Model):
     key = models.SlugField(max_length=32)
     name = models.CharField(max_length=200)
     agent_wip_limit = models.PositiveIntegerField(default=3)
+    # A lease older than this, counted from its grant, is not live (invariant 15);
+    # None: no cap.
+    max_lease_age_seconds = models.PositiveIntegerField(null=True, blank=True)
     primary_worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -45,6 +48,10 @@ class Project(models.Model):
             models.UniqueConstraint(fields=["workspace", "key"], name="project_key_unique"),
             models.CheckConstraint(
                 condition=Q(agent_wip_limit__gte=1), name="project_wip_limit_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_lease_age_seconds__isnull=True) | Q(max_lease_age_seconds__gte=1),
+                name="project_max_lease_age_positive",
             ),
         ]
 
@@ -77,8 +84,15 @@ class AgentSessionQuerySet(models.QuerySet["AgentSession"]):
     def live(self) -> AgentSessionQuerySet:
         return self.filter(live_q())
 
+    def stalled(self) -> AgentSessionQuerySet:
+        return self.filter(stalled_q())
+
     def with_live(self) -> AgentSessionQuerySet:
-        return self.annotate(is_live=Case(When(live_q(), then=True), default=False))
+        """``is_live`` and ``is_stalled`` on each session, judged by the database."""
+        return self.annotate(
+            is_live=Case(When(live_q(), then=True), default=False),
+            is_stalled=Case(When(stalled_q(), then=True), default=False),
+        )
 
 
 class AgentSession(models.Model):
@@ -96,6 +110,13 @@ class AgentSession(models.Model):
     api_key = models.ForeignKey(
         "coordination.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Its last change of state (invariant 15): set at registration and, in the same
+    # transaction, by every change it makes (the event log's progress trigger) and by
+    # POST /sessions/{id}/progress/. Never by a heartbeat.
+    last_progress_at = models.DateTimeField(db_default=DbNow(), editable=False)
+    progress_note = models.CharField(max_length=500, blank=True, default="", db_default="")
+    # The ``last_progress_at`` whose stall was announced (``session.stalled``): once per stall.
+    stall_announced_for = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = AgentSessionQuerySet.as_manager()
 
@@ -107,7 +128,13 @@ class AgentSession(models.Model):
                 fields=["workspace", "last_heartbeat_at"],
                 condition=Q(status="active"),
                 name="session_active_heartbeat_idx",
-            )
+            ),
+            # Stalled sessions are a range of active rows' progress (invariant 15).
+            models.Index(
+                fields=["workspace", "last_progress_at"],
+                condition=Q(status="active"),
+                name="session_active_progress_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -33,6 +33,7 @@ def session_list(
     listed = sql.SessionList(
         workspace_id=workspace.pk,
         live=chosen.get("live"),
+        stalled=chosen.get("stalled"),
         agent=chosen.get("agent") or None,
         role=chosen.get("role") or None,
     )
@@ -46,11 +47,12 @@ def session_list(
 
 def shown_session(row: Sequence[Any]) -> AgentSession:
     """A row of ``sql.shown_session_columns`` as the instances ``sessions()`` gives:
-    the session with ``is_live``, its agent and the agent's worktree."""
+    the session with ``is_live`` and ``is_stalled``, its agent and the agent's worktree."""
     session, at = take(AgentSession, row, 0)
     assert session is not None
     session.is_live = bool(row[at])  # type: ignore[attr-defined]
-    agent, at = take(Agent, row, at + 1)
+    session.is_stalled = bool(row[at + 1])  # type: ignore[attr-defined]
+    agent, at = take(Agent, row, at + 2)
     assert agent is not None
     agent.worktree, _ = take(Worktree, row, at)
     session.agent = agent

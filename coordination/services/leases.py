@@ -135,7 +135,8 @@ def unreleased_lease(issue_id: int) -> IssueLease | None:
     lease, at = take(IssueLease, row, 0)
     assert lease is not None
     lease.is_live = bool(row[at])  # type: ignore[attr-defined]
-    lease.agent, _ = take(Agent, row, at + 1)
+    lease.aged_out = bool(row[at + 1])  # type: ignore[attr-defined]
+    lease.agent, _ = take(Agent, row, at + 2)
     return lease
 
 
@@ -229,19 +230,29 @@ def take_lease(
         if first:
             raise reclaim.Retry
         return None
-    if current.session_id == session.pk:
+    if current.session_id == session.pk and current.is_live:  # type: ignore[attr-defined]
         return Claimed(lease=current, created=False)
     if not current.is_live:  # type: ignore[attr-defined]
-        reclaim.clear_the_way(
-            current,
-            reclaimed=lambda: events.lease_released(
-                current,
-                reason=ReleaseReason.EXPIRED,
-                project_id=issue.project_id,
-                by=events.holder(session.pk, session.agent.name),
-            ),
-        )
+        reclaim_stale_lease(current, project_id=issue.project_id, by=session)
     raise lease_held(current)
+
+
+def reclaim_stale_lease(lease: IssueLease, *, project_id: int, by: AgentSession) -> None:
+    """``lease`` was read in a claim's way, not live: release it (``expired`` if its
+    holder is dead, else ``max_age``: invariants 4 and 15), announce it and
+    ``Retry``; released since it was read: ``Retry``. Returns only if it is live again
+    (its holder revived)."""
+    row = fetchone(sql.release_stale_lease(dialect(), lease_id=lease.pk))
+    if row is not None:
+        events.lease_released(
+            lease,
+            reason=row[0],
+            project_id=project_id,
+            by=events.holder(by.pk, by.agent.name),
+        )
+        raise reclaim.Retry
+    if fetchone(sql.unreleased_row(table=IssueLease._meta.db_table, row_id=lease.pk)) is None:
+        raise reclaim.Retry
 
 
 def held_or_capped(issue_id: int) -> None:
@@ -377,6 +388,12 @@ def stale_fence(*, issue_id: int, fence: int) -> StaleFence:
         fence=fence,
         current_fence=current,
     )
+
+
+def refresh_ages_out_at(*, project: Project) -> int:
+    """The project's age cap changed: its unreleased leases age out by the new one."""
+    cap = project.max_lease_age_seconds
+    return execute(sql.refresh_ages_out_at(dialect(), project_id=project.pk, cap=cap))
 
 
 def release_session_leases(*, session: AgentSession, reason: str) -> int:

@@ -9,7 +9,7 @@ from django.db import IntegrityError
 from coordination.errors import InvalidInput, InvalidTransition
 from coordination.models import EventType, Issue, Project, Workspace
 from coordination.selectors import lookups
-from coordination.services import events, graph, workflow
+from coordination.services import events, graph, leases, workflow
 
 
 @contextmanager
@@ -32,6 +32,7 @@ def create_project(
     name: str,
     agent_wip_limit: int = 3,
     primary_worktree: str | None = None,
+    max_lease_age_seconds: int | None = None,
 ) -> Project:
     with reference_in("primary_worktree"):
         worktree = lookups.get_worktree(workspace, primary_worktree) if primary_worktree else None
@@ -43,6 +44,7 @@ def create_project(
                 name=name,
                 agent_wip_limit=agent_wip_limit,
                 primary_worktree=worktree,
+                max_lease_age_seconds=max_lease_age_seconds,
             )
     except IntegrityError:
         raise InvalidInput(f"Project {key!r} already exists.", field="key") from None
@@ -53,11 +55,17 @@ def update_project(*, workspace: Workspace, project: Project, changes: dict[str,
         slug = changes.pop("primary_worktree")
         with reference_in("primary_worktree"):
             project.primary_worktree = lookups.get_worktree(workspace, slug) if slug else None
+    cap_changed = (
+        "max_lease_age_seconds" in changes
+        and changes["max_lease_age_seconds"] != project.max_lease_age_seconds
+    )
     for field, value in changes.items():
         setattr(project, field, value)
     try:
         with events.change():
             project.save()
+            if cap_changed:  # its unreleased leases age by the new cap (invariant 15)
+                leases.refresh_ages_out_at(project=project)
     except IntegrityError:
         raise InvalidInput(f"Project {project.key!r} already exists.", field="key") from None
     return project

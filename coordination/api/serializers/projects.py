@@ -30,6 +30,14 @@ class ProjectInput(serializers.Serializer):
         required=False,
         help_text="The most live leases its issues may have at once (default 3, invariant 3).",
     )
+    max_lease_age_seconds = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="The age cap of a lease, in seconds from its grant: past it the lease is "
+        "not live whatever its holder's heartbeats, and the next claimer releases it "
+        "`max_age` (invariant 15). Null (the default): no cap.",
+    )
     primary_worktree = SlugRefField(
         required=False,
         allow_null=True,
@@ -45,4 +53,12 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["id", "key", "name", "agent_wip_limit", "primary_worktree", "created_at"]
+        fields = [
+            "id",
+            "key",
+            "name",
+            "agent_wip_limit",
+            "max_lease_age_seconds",
+            "primary_worktree",
+            "created_at",
+        ]

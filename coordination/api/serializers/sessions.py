@@ -39,6 +39,16 @@ class SessionRegisterInput(serializers.Serializer):
     worktree = SlugRefField(required=False, help_text="A worktree's slug: binds the agent to it.")
 
 
+@extend_schema_serializer(examples=[x.sent("a note", {"note": "tests pass locally"})])
+class ProgressInput(serializers.Serializer):
+    note = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="What moved, in a line: shown on the agent's page.",
+    )
+
+
 @extend_schema_serializer(examples=[x.sent("session 12", {"session": x.SESSION_ID})])
 class SessionRefInput(serializers.Serializer):
     session = IdField(help_text="The session's id, from POST /sessions/ or /work/start/.")
@@ -51,6 +61,8 @@ class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     department = serializers.CharField(source="agent.department")
     worktree = serializers.CharField(source="agent.worktree.slug", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
+    # Live, and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 15).
+    stalled = serializers.BooleanField(source="is_stalled")
     # The session TTL, so that a client knows how often to heartbeat (a quarter of it).
     ttl_seconds = serializers.SerializerMethodField()
 
@@ -66,6 +78,9 @@ class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
             "live",
             "started_at",
             "last_heartbeat_at",
+            "last_progress_at",
+            "stalled",
+            "progress_note",
             "ended_at",
             "ttl_seconds",
         ]

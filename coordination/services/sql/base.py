@@ -36,13 +36,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     WORKSPACE: ("id", "slug", "name", "created_at", "events_pruned_through"),
     WORKTREE: ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
     PROJECT: (
-        "id", "workspace_id", "key", "name", "agent_wip_limit", "primary_worktree_id",
-        "created_at",
+        "id", "workspace_id", "key", "name", "agent_wip_limit", "max_lease_age_seconds",
+        "primary_worktree_id", "created_at",
     ),
     AGENT: ("id", "workspace_id", "name", "role", "department", "worktree_id", "created_at"),
     SESSION: (
         "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
-        "ended_at", "api_key_id",
+        "ended_at", "api_key_id", "last_progress_at", "progress_note", "stall_announced_for",
     ),
     ISSUE: (
         "id", "workspace_id", "project_id", "title", "description", "status", "priority",
@@ -52,7 +52,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     # The holding's own columns (models.Holding) come before the lease's.
     LEASE: (
         "id", "acquired_at", "released_at", "release_reason", "fence", "workspace_id",
-        "issue_id", "session_id", "agent_id",
+        "issue_id", "session_id", "agent_id", "ages_out_at",
     ),
     CLAIM: (
         "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
@@ -89,6 +89,7 @@ class Dialect:
 
     vendor: str  # "postgresql" or "sqlite"
     ttl_seconds: int  # PROJEKTOR_SESSION_TTL_SECONDS
+    stall_seconds: int = 1800  # PROJEKTOR_STALL_AFTER_SECONDS
 
     @property
     def postgres(self) -> bool:
@@ -113,6 +114,32 @@ class Dialect:
         else:
             cutoff = f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{ttl} seconds') || '000')"
         return f"({alias}.status = 'active' AND {alias}.last_heartbeat_at > {cutoff})"
+
+    def ago(self, seconds: int) -> str:
+        """The database's clock ``seconds`` ago, comparable with stored stamps."""
+        if self.postgres:
+            return f"statement_timestamp() - interval '{int(seconds)} seconds'"
+        return f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{int(seconds)} seconds') || '000')"
+
+    def stalled(self, alias: str) -> str:
+        """Invariant 15, as SQL: the session row ``alias`` is live and has made no
+        progress for ``PROJEKTOR_STALL_AFTER_SECONDS``."""
+        since = self.ago(self.stall_seconds)
+        return f"({self.live(alias)} AND {alias}.last_progress_at <= {since})"
+
+    def young(self, alias: str) -> str:
+        """Invariant 15: the lease row ``alias`` is within its project's age cap."""
+        return f"({alias}.ages_out_at IS NULL OR {alias}.ages_out_at > {self.now()})"
+
+    def lease_live(self, lease: str, session: str) -> str:
+        """A lease's liveness: its holder ``session`` live and the lease young."""
+        return f"({self.live(session)} AND {self.young(lease)})"
+
+    def ages_out_at(self, cap: str) -> str:
+        """Now plus ``cap`` seconds (an SQL expression; NULL when it is)."""
+        if self.postgres:
+            return f"(statement_timestamp() + make_interval(secs => {cap}))"
+        return f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '+' || {cap} || ' seconds') || '000')"
 
     def lock(self, clause: str) -> str:
         """`` FOR UPDATE`` and the like on PostgreSQL; nothing on SQLite, whose

@@ -59,10 +59,12 @@ def share_claimed_issue(
 
 
 def unreleased_lease(d: Dialect, *, issue_id: int) -> Statement:
-    """The issue's unreleased lease (one at most, invariant 2), whether its holder is
-    live (invariant 1) and its agent: what ``selectors.claims.leases`` shows of it."""
+    """The issue's unreleased lease (one at most, invariant 2), whether it is live
+    (its holder live, invariant 1, and within its age cap, invariant 15), whether it
+    aged out, and its agent: what ``selectors.claims.leases`` shows of it."""
     return (
-        f"SELECT {columns(LEASE, 'l')}, {d.live('s')}, {columns(AGENT, 'a')}"
+        f"SELECT {columns(LEASE, 'l')}, {d.lease_live('l', 's')}, NOT {d.young('l')},"
+        f" {columns(AGENT, 'a')}"
         f" FROM {LEASE} l LEFT JOIN {SESSION} s ON s.id = l.session_id"
         f" LEFT JOIN {AGENT} a ON a.id = l.agent_id"
         " WHERE l.issue_id = %s AND l.released_at IS NULL",
@@ -92,8 +94,9 @@ def insert_lease_within_cap(
     project_id: int,
     limit: int,
 ) -> Statement:
-    """Invariants 1, 2 and 3: insert the lease iff its session is live now and the
-    project's live leases are below ``limit``, numbering its fence ``MAX(fence) + 1``;
+    """Invariants 1, 2, 3 and 15: insert the lease iff its session is live now and the
+    project's live leases (an aged-out one is not) are below ``limit``, numbering its
+    fence ``MAX(fence) + 1`` and stamping ``ages_out_at`` from the project's cap;
     the partial unique index turns a second unreleased lease into "no row"
     (``leases.insert_lease_within_cap``). Returns every column of the new lease. The
     count reads the workspace's unreleased leases off that index (a project's leases
@@ -101,21 +104,23 @@ def insert_lease_within_cap(
     return (
         f"""
         INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
-                             acquired_at, release_reason, fence)
+                             acquired_at, release_reason, fence, ages_out_at)
         SELECT %s, %s, %s, %s, {d.now()}, '',
-               (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s)
+               (SELECT COALESCE(MAX(f.fence), 0) + 1 FROM {LEASE} f WHERE f.issue_id = %s),
+               (SELECT {d.ages_out_at("p.max_lease_age_seconds")} FROM {PROJECT} p
+                WHERE p.id = %s)
         WHERE EXISTS (SELECT 1 FROM {SESSION} c WHERE c.id = %s AND {d.live("c")})
           AND (SELECT count(*) FROM {LEASE} l
                JOIN {ISSUE} i ON i.id = l.issue_id
                JOIN {SESSION} s ON s.id = l.session_id
                WHERE l.workspace_id = %s AND l.released_at IS NULL
-                 AND i.project_id = %s AND {d.live("s")}) < %s
+                 AND i.project_id = %s AND {d.lease_live("l", "s")}) < %s
         ON CONFLICT (workspace_id, issue_id) WHERE released_at IS NULL DO NOTHING
         RETURNING {", ".join(COLUMNS[LEASE])}
         """,
         [
-            *(workspace_id, issue_id, session_id, agent_id, issue_id, session_id),
-            *(workspace_id, project_id, limit),
+            *(workspace_id, issue_id, session_id, agent_id, issue_id, project_id),
+            *(session_id, workspace_id, project_id, limit),
         ],
     )
 
@@ -132,11 +137,13 @@ def assign_unassigned_issue(d: Dialect, *, issue_id: int, agent_id: int) -> Stat
 
 
 def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
-    """The fence of the issue's unreleased lease; ``FOR SHARE`` with ``share``, so a
-    reclaim, release or close (which UPDATE that row) waits for this transaction."""
+    """The fence of the issue's unreleased lease unless it aged out (invariant 15: an
+    aged-out lease's fence is stale); ``FOR SHARE`` with ``share``, so a reclaim,
+    release or close (which UPDATE that row) waits for this transaction."""
     lock = d.lock("FOR SHARE") if share else ""
     return (
-        f"SELECT fence FROM {LEASE} WHERE issue_id = %s AND released_at IS NULL{lock}",
+        f"SELECT fence FROM {LEASE} WHERE issue_id = %s AND released_at IS NULL"
+        f" AND {d.young(LEASE)}{lock}",
         [issue_id],
     )
 
@@ -154,6 +161,42 @@ def release_if_holder_dead(d: Dialect, *, table: str, row_id: int, reason: str) 
                 WHERE s.id = {table}.session_id AND {d.live("s")}))
         """,
         [reason, row_id],
+    )
+
+
+def release_stale_lease(d: Dialect, *, lease_id: int) -> Statement:
+    """Invariants 4 and 15: compare-and-set release of a lease that is not live,
+    ``expired`` if its holder is dead (the stronger signal), else ``max_age`` (it
+    aged out); returning the reason, no row if it is live or already released."""
+    dead = (
+        f"(session_id IS NULL OR NOT EXISTS (SELECT 1 FROM {SESSION} s"
+        f" WHERE s.id = {LEASE}.session_id AND {d.live('s')}))"
+    )
+    return (
+        f"UPDATE {LEASE} SET released_at = {d.now()},"
+        f" release_reason = CASE WHEN {dead} THEN 'expired' ELSE 'max_age' END"
+        f" WHERE id = %s AND released_at IS NULL AND ({dead} OR NOT {d.young(LEASE)})"
+        " RETURNING release_reason",
+        [lease_id],
+    )
+
+
+def refresh_ages_out_at(d: Dialect, *, project_id: int, cap: int | None) -> Statement:
+    """A project's cap changed: its unreleased leases age out at grant plus the new
+    cap (or never), as if it had been the cap when they were granted."""
+    if cap is None:
+        value, params = "NULL", []
+    elif d.postgres:
+        value, params = "acquired_at + make_interval(secs => %s)", [cap]
+    else:
+        value = (
+            "(strftime('%%Y-%%m-%%d %%H:%%M:%%f', acquired_at, '+' || %s || ' seconds') || '000')"
+        )
+        params = [cap]
+    return (
+        f"UPDATE {LEASE} SET ages_out_at = {value} WHERE released_at IS NULL"
+        f" AND issue_id IN (SELECT id FROM {ISSUE} WHERE project_id = %s)",
+        [*params, project_id],
     )
 
 

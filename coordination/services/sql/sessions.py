@@ -33,9 +33,15 @@ def active_key(d: Dialect, key_hash: str) -> Statement:
 
 def shown_session_columns(d: Dialect) -> str:
     """What the API shows of a session: the session (as ``agent_sessions``), whether
-    it is live, its agent (``a``) and the agent's worktree (``w``)."""
+    it is live and whether stalled, its agent (``a``) and the agent's worktree (``w``)."""
     return ", ".join(
-        [columns(SESSION, SESSION), d.live(SESSION), columns(AGENT, "a"), columns(WORKTREE, "w")]
+        [
+            columns(SESSION, SESSION),
+            d.live(SESSION),
+            d.stalled(SESSION),
+            columns(AGENT, "a"),
+            columns(WORKTREE, "w"),
+        ]
     )
 
 
@@ -61,6 +67,29 @@ def heartbeat(
             params,
         )
     return f"{beat} WHERE {match}", params
+
+
+def progress(d: Dialect, *, workspace_id: int, session_id: int, note: str) -> Statement:
+    """Invariant 15: the active session made progress now, by the database's clock,
+    with ``note``; liveness untouched (progress never revives a session)."""
+    return (
+        f"UPDATE {SESSION} SET last_progress_at = {d.now()}, progress_note = %s"
+        " WHERE workspace_id = %s AND id = %s AND status = 'active'",
+        [note, workspace_id, session_id],
+    )
+
+
+def announce_stalls(d: Dialect) -> Statement:
+    """Invariant 15's ``session.stalled``, once per stall: mark each stalled session
+    whose stall was not announced yet (compare-and-set, so of two workers one marks
+    it) and return it, with ``since``, for its event."""
+    return (
+        f"UPDATE {SESSION} SET stall_announced_for = last_progress_at"
+        f" WHERE status = 'active' AND {d.stalled(SESSION)}"
+        " AND (stall_announced_for IS NULL OR stall_announced_for < last_progress_at)"
+        " RETURNING id, workspace_id, agent_id, last_progress_at",
+        [],
+    )
 
 
 def shown_session(d: Dialect, *, session_id: int) -> Statement:
@@ -109,10 +138,12 @@ def claimer_session(d: Dialect, *, workspace_id: int, session_id: int) -> Statem
 @dataclass(frozen=True)
 class SessionList:
     """Which of a workspace's sessions GET /sessions/ lists: live or not (None:
-    either), of the agent of that name, of agents of that role."""
+    either), stalled or not (None: either), of the agent of that name, of agents of
+    that role."""
 
     workspace_id: int
     live: bool | None = None
+    stalled: bool | None = None
     agent: str | None = None
     role: str | None = None
 
@@ -126,6 +157,9 @@ def session_filter(d: Dialect, listed: SessionList) -> tuple[str, str, list[Any]
     params: list[Any] = [listed.workspace_id]
     if listed.live is not None:
         where += f" AND {'' if listed.live else 'NOT '}{d.live(SESSION)}"
+    if listed.stalled is not None:
+        # Stalled sessions are active ones: a range of the active rows' progress index.
+        where += f" AND {'' if listed.stalled else 'NOT '}{d.stalled(SESSION)}"
     if listed.agent:
         where += " AND a.name = %s"
         params.append(listed.agent)
