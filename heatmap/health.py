@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from coordination.liveness import live_q
+from coordination.liveness import live_q, stalled_q
 from coordination.models import (
     AgentSession,
     ClaimConflict,
@@ -39,6 +40,46 @@ def live_agents(workspace: Workspace) -> QuerySet[AgentSession]:
             "file_claims", filter=Q(file_claims__released_at__isnull=True), distinct=True
         ),
     )
+
+
+STALLED_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class StalledAgents:
+    """Stalled sessions now (invariant 15), longest stalled first (at most
+    ``STALLED_SHOWN`` of them, ``count`` in all), each with ``held``: the issues it
+    leases."""
+
+    count: int
+    sessions: list[AgentSession]
+
+
+def stalled_agents(workspace: Workspace) -> StalledAgents:
+    """Three statements however many: the count, the page, and what the page holds."""
+    stalled = live_sessions(workspace).filter(stalled_q())
+    shown = list(stalled.order_by("last_progress_at", "id")[:STALLED_SHOWN])
+    held: dict[int, list[Any]] = defaultdict(list)
+    if shown:
+        leases = (
+            IssueLease.objects.filter(session__in=shown, released_at__isnull=True)
+            .select_related("issue")
+            .order_by("issue_id")
+        )
+        for lease in leases:
+            held[lease.session_id].append(lease.issue)
+    for session in shown:
+        session.held = held[session.pk]  # type: ignore[attr-defined]
+    count = len(shown) if len(shown) < STALLED_SHOWN else stalled.count()
+    return StalledAgents(count=count, sessions=shown)
+
+
+def stall_after_words() -> str:
+    """``PROJEKTOR_STALL_AFTER_SECONDS`` as the page says it."""
+    seconds = int(settings.PROJEKTOR_STALL_AFTER_SECONDS)
+    if seconds % 60:
+        return f"{seconds} seconds"
+    return f"{seconds // 60} minute{'s' if seconds != 60 else ''}"
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Coalesce, RowNumber
 
-from coordination.liveness import live_q
+from coordination.liveness import live_q, stalled_q, young_q
 from coordination.models import (
     Agent,
     AgentSession,
@@ -105,7 +105,8 @@ def board_issues(
 
 
 def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> QuerySet[Issue]:
-    """Each issue with its holder now (``holder_name``, ``holder_live``; no lease: None)
+    """Each issue with its holder now (``holder_name``, ``holder_live``, and
+    ``holder_stalled``: live but making no progress, invariant 15; no lease: None)
     and its claims and conflicts (either side) in the window, as subqueries: the whole
     days from the board's day counts (invariant 15), the part days from the rows."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)
@@ -127,7 +128,8 @@ def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> Qu
     return rows.select_related("project", "assignee").annotate(
         holder_name=Subquery(unreleased.values("agent__name")[:1]),
         holder_held=Exists(unreleased),
-        holder_live=Exists(unreleased.filter(live_q("session__"))),
+        holder_live=Exists(unreleased.filter(live_q("session__") & young_q())),
+        holder_stalled=Exists(unreleased.filter(stalled_q("session__"))),
         claims_in_window=counted(claims, "claimed_at", DayCountSeries.ISSUE_CLAIMS),
         conflicts_in_window=counted(rejected, "occurred_at", DayCountSeries.ISSUE_REJECTED)
         + counted(held, "occurred_at", DayCountSeries.ISSUE_HELD),

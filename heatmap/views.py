@@ -213,6 +213,8 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
         "form": window_form(query.cleaned_data),
         "presets": presets(request.path, {}, now=timezone.now()),
         "agents": health.live_agents(workspace),
+        "stalled": health.stalled_agents(workspace),
+        "stall_after": health.stall_after_words(),
         "loads": loads,
         "load_figure": figures.as_data(figures.wip_load(loads)) if loads else None,
         "outcomes": health.session_outcomes(*window),
@@ -222,6 +224,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
             "denials": denials.total,
             "lease_expired": sum(lease_releases.series["expired"]),
             "lease_agent_ended": sum(lease_releases.series["agent_ended"]),
+            "lease_max_age": sum(lease_releases.series["max_age"]),
         },
         "charts": [
             {

@@ -56,6 +56,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("session-list", "POST"): Rule(Act.WORK, agent="agent"),
     ("session-detail", "GET"): READ,
     ("session-heartbeat", "POST"): Rule(Act.WORK, session=URL, folded=True),
+    ("session-progress", "POST"): Rule(Act.WORK, session=URL),
     ("session-end", "POST"): Rule(Act.WORK, session=URL),
     # Projects, issues, leases, the workflow.
     ("project-list", "GET"): READ,

@@ -100,7 +100,6 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
             workspace=self.workspace,
             session_id=int(pk),
             note=data.get("note", ""),
-            agent_id=access.session_owner(key_of(request)),
         )
         return Response(SessionSerializer(session).data)
 

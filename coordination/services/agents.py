@@ -69,21 +69,14 @@ def heartbeat_session(
     return shown_session(row)
 
 
-def report_progress(
-    *, workspace: Workspace, session_id: int, note: str = "", agent_id: int | None = None
-) -> AgentSession:
+def report_progress(*, workspace: Workspace, session_id: int, note: str = "") -> AgentSession:
     """Invariant 15: the session's work moved (``last_progress_at`` by the database's
     clock, and its note). Liveness is untouched: progress never revives a session.
-    An ended session is 409 ``session_ended``, an unknown one 404; ``agent_id`` as in
-    ``heartbeat_session``."""
+    An ended session is 409 ``session_ended``, an unknown one 404."""
+    statement = sql.progress(dialect(), workspace_id=workspace.pk, session_id=session_id, note=note)
     with events.change():
-        statement = sql.progress(
-            dialect(), workspace_id=workspace.pk, session_id=session_id, note=note
-        )
-        session = lookups.get_session(workspace, session_id, in_url=True)  # 404 if unknown
-        if agent_id is not None and session.agent_id != agent_id:
-            raise access.not_own_session(session_id)
         if not execute(statement):
+            lookups.get_session(workspace, session_id, in_url=True)  # 404 if unknown
             raise SessionEnded()
     return sessions(workspace).get(pk=session_id)
 

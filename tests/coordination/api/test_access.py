@@ -35,6 +35,7 @@ from coordination.models import (
     FileClaim,
     Issue,
     IssueLease,
+    IssueLink,
     Message,
     Project,
     WipCapDenial,
@@ -138,7 +139,13 @@ def build_world(workspace: Workspace) -> World:
         alpha=sides["alpha"],
         beta=sides["beta"],
         free_issue=free.pk,
-        ids={"projects": project.pk, "webhooks": hook.pk},
+        ids={
+            "projects": project.pk,
+            "webhooks": hook.pk,
+            "links": IssueLink.objects.create(
+                workspace=workspace, source=free, type="relates_to", target_id=sides["alpha"].issue
+            ).pk,
+        },
     )
     minted = {
         "fleet": keys.mint_key(workspace=workspace, name="fleet"),
@@ -163,6 +170,7 @@ def build_world(workspace: Workspace) -> World:
 class Call:
     pk: int | None = None
     body: dict[str, Any] | None = None
+    link: int | None = None  # a second id in the path
 
 
 REPORT = {"summary": "Done.", "verification": "Tests pass."}
@@ -173,6 +181,7 @@ CALLS: dict[tuple[str, str], Callable[[World, Side], Call]] = {
     ("session-list", "POST"): lambda w, s: Call(body={"agent": s.agent}),
     ("session-detail", "GET"): lambda w, s: Call(s.session),
     ("session-heartbeat", "POST"): lambda w, s: Call(s.session, {}),
+    ("session-progress", "POST"): lambda w, s: Call(s.session, {}),
     ("session-end", "POST"): lambda w, s: Call(s.session, {}),
     ("project-list", "GET"): lambda w, s: Call(),
     ("project-list", "POST"): lambda w, s: Call(body={"key": "new", "name": "New"}),
@@ -187,6 +196,8 @@ CALLS: dict[tuple[str, str], Callable[[World, Side], Call]] = {
     ("issue-transition", "POST"): lambda w, s: Call(s.issue, {"to": "cancelled"}),
     ("issue-claim", "POST"): lambda w, s: Call(w.free_issue, {"session": s.session}),
     ("issue-release", "POST"): lambda w, s: Call(s.issue, {"session": s.session}),
+    ("issue-links", "POST"): lambda w, s: Call(w.free_issue, {"type": "blocks", "target": s.issue}),
+    ("issue-link", "DELETE"): lambda w, s: Call(w.free_issue, link=w.ids["links"]),
     ("lease-list", "GET"): lambda w, s: Call(),
     ("lease-detail", "GET"): lambda w, s: Call(lease_of(s.issue)),
     ("wip-cap-denial-list", "GET"): lambda w, s: Call(),
@@ -269,6 +280,7 @@ EXPECTED: dict[tuple[str, str], tuple[int, ...]] = {
     ("session-list", "POST"): as_an_agent(CREATED),
     ("session-detail", "GET"): everyone(OK),
     ("session-heartbeat", "POST"): as_an_agent(OK),
+    ("session-progress", "POST"): as_an_agent(OK),
     ("session-end", "POST"): as_an_agent(OK),
     ("project-list", "GET"): everyone(OK),
     ("project-list", "POST"): fleet_only(CREATED),
@@ -282,6 +294,8 @@ EXPECTED: dict[tuple[str, str], tuple[int, ...]] = {
     ("issue-transition", "POST"): as_an_agent(OK),  # closing what beta holds: refused
     ("issue-claim", "POST"): as_an_agent(CREATED),
     ("issue-release", "POST"): as_an_agent(OK),
+    ("issue-links", "POST"): tracking(CREATED),
+    ("issue-link", "DELETE"): tracking(GONE),
     ("lease-list", "GET"): everyone(OK),
     ("lease-detail", "GET"): everyone(OK),
     ("wip-cap-denial-list", "GET"): everyone(OK),
@@ -351,7 +365,8 @@ def world(workspace: Workspace, settings: Any) -> World:
 def rest_call(world: World, route: tuple[str, str], persona: str) -> Any:
     name, method = route
     call = CALLS[route](world, world.side(persona))
-    url = reverse(name, kwargs={"pk": call.pk} if call.pk is not None else {})
+    kwargs = {"pk": call.pk} if call.pk is not None else {}
+    url = reverse(name, kwargs={**kwargs, "link": call.link} if call.link else kwargs)
     client: APIClient = make_client(world.raw[persona])
     if method == "GET":
         return client.get(url)
@@ -376,7 +391,7 @@ def test_each_route_answers_each_caller_as_expected(world, route, persona):
 
 
 def route_of_tool(tool: ToolSpec) -> tuple[str, str]:
-    match = resolve(tool.path.replace("{id}", "1"))
+    match = resolve(tool.path.replace("{id}", "1").replace("{link}", "1"))
     return str(match.url_name), tool.method
 
 
@@ -384,6 +399,8 @@ def tool_arguments(tool: ToolSpec, call: Call) -> dict[str, Any]:
     arguments: dict[str, Any] = {} if tool.method == "GET" else dict(call.body or {})
     if tool.url_id is not None:
         arguments[tool.url_id] = call.pk
+    for name in tool.path_ids.values():
+        arguments[name] = call.link
     return arguments
 
 

@@ -151,4 +151,3 @@ def test_what_others_do_to_a_session_is_not_its_progress(api, issue, make_sessio
     before = progress_of(holder)
     assert post(api, f"/issues/{issue.pk}/claim/", {"session": other.pk}).status_code == 201
     assert progress_of(holder) == before  # its lease was reclaimed, not released by it
-

@@ -1,22 +1,34 @@
 """/metrics in one process: access, request metrics, and the fleet against the truth,
 in a fixed number of statements whatever its size."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.cache import caches
 from django.core.cache.backends.db import BaseDatabaseCache
 from django.test import Client
+from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordination.errors import FileConflict, WipLimitReached
-from coordination.models import Event, Issue, Project, Webhook, WebhookDelivery, Workspace
+from coordination.models import (
+    AgentSession,
+    Event,
+    Issue,
+    IssueLease,
+    Project,
+    Webhook,
+    WebhookDelivery,
+    Workspace,
+)
 from coordination.services import file_claims, leases
 from projektor.operations import metrics
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
 
-FLEET_STATEMENTS = 8
+FLEET_STATEMENTS = 9
 # SELECT 1, django_migrations, then one get per cache kept in the database.
 READINESS_STATEMENTS = 2
 
@@ -91,6 +103,34 @@ def test_the_fleet_is_the_truth(fleet):
         assert value(samples, "projektor_ready", check=check) == 1
     for state in ("pending", "delivered", "failed"):
         assert value(samples, "projektor_webhook_deliveries", state=state) == 0
+
+
+def test_stalled_sessions_and_max_age_releases_are_counted(
+    workspace, other_workspace, project, make_issue, make_session, settings
+):
+    settings.PROJEKTOR_STALL_AFTER_SECONDS = 60
+    stuck, moving, dead = make_session("stuck"), make_session("moving"), make_session("dead")
+    before = timezone.now() - timedelta(seconds=65)
+    AgentSession.objects.filter(pk__in=[stuck.pk, dead.pk]).update(last_progress_at=before)
+    expire(dead)
+    Project.objects.filter(pk=project.pk).update(max_lease_age_seconds=3600)
+    issue = make_issue()
+    aged = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=moving.pk).lease
+    IssueLease.objects.filter(pk=aged.pk).update(ages_out_at=before)
+    samples = scrape()
+    assert value(samples, "projektor_leases", workspace="acme", project="core", state="live") == 0
+    assert value(samples, "projektor_leases", workspace="acme", project="core", state="stale") == 1
+    leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=stuck.pk)
+    samples = scrape()
+    assert value(samples, "projektor_stalled_sessions", workspace="acme") == 0  # it claimed
+    AgentSession.objects.filter(pk=stuck.pk).update(last_progress_at=before)
+    samples = scrape()
+    assert value(samples, "projektor_stalled_sessions", workspace="acme") == 1
+    assert value(samples, "projektor_stalled_sessions", workspace="globex") == 0
+    releases = "projektor_lease_releases_total"
+    assert value(samples, releases, workspace="acme", reason="max_age") == 1
+    assert value(samples, releases, workspace="acme", reason="expired") == 0
+    assert value(samples, releases, workspace="globex", reason="max_age") == 0
 
 
 def test_webhook_deliveries_are_counted_by_state(workspace):
