@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
+from coordination.api.reference import examples as x
 from coordination.api.serializers.links import LinkInput, LinkSerializer
 from coordination.errors import NotFound
 from coordination.models import MAX_ID
@@ -24,7 +25,7 @@ def known_id(value: int) -> int:
 
 class IssueLinksView(APIView):
     @extend_schema(
-        tags=["Work graph"],
+        tags=["Projects and issues"],
         summary="Link two issues",
         description="This issue *type* target: `blocks` (the target cannot be started "
         "until this issue is done or cancelled), `parent_of` (a child has one parent), "
@@ -38,6 +39,10 @@ class IssueLinksView(APIView):
             201: LinkSerializer,
             200: OpenApiResponse(LinkSerializer, description="The link exists already."),
         },
+        examples=[
+            x.sent("this issue blocks issue 15", {"type": "blocks", "target": 15}),
+            x.shown("the link", x.LINK),
+        ],
     )
     def post(self, request: Request, pk: int) -> Response:
         data = parse(LinkInput, request)
@@ -53,7 +58,7 @@ class IssueLinksView(APIView):
 
 class IssueLinkView(APIView):
     @extend_schema(
-        tags=["Work graph"],
+        tags=["Projects and issues"],
         summary="Remove a link",
         description="Removes a link of this issue (either end). Removing the last "
         "unresolved blocker of an issue writes `issue.unblocked` (`resolved_by: null`).",

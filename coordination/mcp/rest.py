@@ -107,6 +107,12 @@ def call(tool: ToolSpec, arguments: Mapping[str, Any], outer: HttpRequest) -> Re
         except ValidationError as error:
             return refusal(ValidationError({tool.url_id: error.detail}))
         path = path.replace("{id}", str(pk))
+    for placeholder, name in tool.path_ids.items():
+        try:
+            pk = IdField().run_validation(arguments.pop(name, empty))
+        except ValidationError as error:
+            return refusal(ValidationError({name: error.detail}))
+        path = path.replace(f"{{{placeholder}}}", str(pk))
     if tool.method == "GET":
         query, body = _query_string(arguments), b""
     else:

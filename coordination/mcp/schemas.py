@@ -100,7 +100,11 @@ def derived_input_schema(tool: ToolSpec, document: dict[str, Any]) -> dict[str, 
 
     for parameter in operation.get("parameters", []):
         schema = _json_schema(parameter.get("schema", {}), components, frozenset())
-        if parameter["in"] == "path" and tool.url_id is not None:
+        if parameter["in"] == "path" and parameter["name"] in tool.path_ids:
+            name = tool.path_ids[parameter["name"]]
+            integer = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+            add(name, {**integer, "description": f"The {name} id."}, True)
+        elif parameter["in"] == "path" and tool.url_id is not None:
             # The URL's {id} (a digit string in the path) is an integer argument.
             url_id = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
             add(tool.url_id, {**url_id, "description": f"The {tool.url_id} id."}, True)

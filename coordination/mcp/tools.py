@@ -21,10 +21,12 @@ API = "/api/v1"
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    method: Literal["GET", "POST", "PATCH"]
+    method: Literal["GET", "POST", "PATCH", "DELETE"]
     path: str  # the REST path, as in the OpenAPI document ("{id}" for the URL id)
     description: str
     url_id: str | None = None  # the argument that fills "{id}"
+    # A second id in the path: its placeholder ("{link}") and the argument that fills it.
+    path_ids: Mapping[str, str] = field(default_factory=dict, hash=False)
     # Fields of the REST body schema that the call refuses: not offered as arguments.
     omit: tuple[str, ...] = ()
     # Arguments sent when absent: where the seed's tool differs from the REST default.
@@ -51,6 +53,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "POST",
         f"{API}/sessions/{{id}}/heartbeat/",
         "Keep a session live. 409 session_ended once it has ended.",
+        url_id="session",
+    ),
+    ToolSpec(
+        "report_progress",
+        "POST",
+        f"{API}/sessions/{{id}}/progress/",
+        "Say the work moved (an optional note, at most 500 characters, shown on the agent's "
+        "page). A session that is live but makes no progress for a while is stalled, shown to "
+        "people; every change it makes counts too, a heartbeat does not. 409 session_ended "
+        "once it has ended.",
         url_id="session",
     ),
     ToolSpec(
@@ -233,15 +245,37 @@ TOOLS: tuple[ToolSpec, ...] = (
         "get_ready_issues",
         "GET",
         f"{API}/issues/ready/",
-        "Issues ready to work on: in todo, meeting the definition of ready, with no live "
-        "lease; urgent first, then oldest.",
+        "Issues ready to work on: in todo, meeting the definition of ready, not blocked, with "
+        "no live lease; urgent first, then oldest. Each names its collisions: its expected "
+        "paths that another issue's live claim holds now (within a priority, issues without "
+        "any come first; free=true lists only those). Take the first one without collisions.",
+    ),
+    ToolSpec(
+        "link_issues",
+        "POST",
+        f"{API}/issues/{{id}}/links/",
+        "Link this issue to a target: type blocks (the target cannot start until this issue "
+        "is done or cancelled), parent_of (a child has one parent), relates_to or "
+        "discovered_from. Linking again returns the existing link. A blocks or parent_of link "
+        "that would close a cycle is refused with dependency_cycle and the cycle's ids.",
+        url_id="issue",
+    ),
+    ToolSpec(
+        "unlink_issues",
+        "DELETE",
+        f"{API}/issues/{{id}}/links/{{link}}/",
+        "Remove a link of this issue (either end), by the link's id (the issue's links list "
+        "them). Removing an issue's last unresolved blocker unblocks it.",
+        url_id="issue",
+        path_ids={"link": "link"},
     ),
     ToolSpec(
         "start_work",
         "POST",
         f"{API}/work/start/",
-        "Register a session, lease the issue, claim the paths and announce it, all or "
-        "nothing. Returns the session, lease, claims and message.",
+        "Register a session, lease the issue, claim the paths (without paths: the issue's "
+        "expected paths) and announce it, all or nothing. Returns the session, lease, claims "
+        "and message. A blocked issue is refused with blocked and its blocked_by.",
     ),
     ToolSpec(
         "finish_work",

@@ -79,10 +79,10 @@ def link_issues(*, workspace: Workspace, source_id: int, type: str, target_id: i
         raise InvalidInput(
             f"Unknown link type {type!r}; use one of {', '.join(LinkType.values)}.", field="type"
         )
-    if source_id == target_id:
-        raise InvalidInput("An issue cannot be linked to itself.", field="target")
     source = lookups.get_issue(workspace, source_id)
     target = lookups.get_issue(workspace, target_id)
+    if source.pk == target.pk:
+        raise InvalidInput("An issue cannot be linked to itself.", field="target")
     with events.change():
         lock_graph(workspace.pk)
         existing = IssueLink.objects.filter(source=source, type=type, target=target).first()

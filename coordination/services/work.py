@@ -73,8 +73,7 @@ def start_work(
     before anything starts; without ``paths``, the issue's expected paths are claimed
     (invariant 14)."""
     issue = lookups.get_issue(workspace, issue_id)
-    if issue.status != Issue.Status.TODO:  # a todo issue's move to in_progress checks it
-        graph.check_not_blocked(issue)
+    graph.check_not_blocked(issue)  # before any claim: blocked, not a file conflict
     if paths is None:
         paths = graph.expected_paths(issue)
     if paths:

@@ -84,7 +84,22 @@ ISSUE = {
     "report": None,
     "created_at": at("08:30:00"),
     "updated_at": at("09:12:42"),
+    "blocked_by": [],
+    "blocks": [15],
+    "parent": None,
+    "children": {"total": 0, "done": 0},
+    "links": [
+        {
+            "id": 3,
+            "type": "blocks",
+            "source": ISSUE_ID,
+            "target": 15,
+            "created_at": at("09:41:00"),
+        }
+    ],
+    "paths": ["webhooks/delivery.py", "webhooks/retry/"],
 }
+LINK = ISSUE["links"][0]  # type: ignore[index]
 REVIEWED_ISSUE = {
     **ISSUE,
     "status": "in_review",
@@ -109,7 +124,21 @@ NEW_ISSUE_SHOWN = {
     "created_at": at("09:40:00"),
     "updated_at": at("09:40:00"),
 }
-READY_ISSUE = {**ISSUE, "status": "todo", "assignee": None, "lease": None, "missing": []}
+READY_ISSUE = {
+    **ISSUE,
+    "status": "todo",
+    "assignee": None,
+    "lease": None,
+    "missing": [],
+    "collisions": [
+        {
+            "path": "webhooks/retry/",
+            "held_path": "webhooks/retry/policy.py",
+            "issue": 12,
+            "agent": "atlas",
+        }
+    ],
+}
 CLAIMS = [
     {
         "id": 88 + number,

@@ -74,8 +74,9 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/check/": 3,
     "POST /file-claims/check/ (directories)": 3,
     # A unit of work.
-    # + the move to in_progress's blocker check (on PostgreSQL after the graph lock).
-    "POST /work/start/": {"sqlite": 39, "postgresql": 42},  # the lease claim's, above
+    # + the blocker check, before anything, and again at the move to in_progress (on
+    # PostgreSQL after the graph lock).
+    "POST /work/start/": {"sqlite": 40, "postgresql": 43},  # the lease claim's, above
     # + the issue's links and expected paths, for the issue it shows.
     "POST /work/finish/": {"sqlite": 37, "postgresql": 38},  # the release's project
     # Messages, runs.
@@ -102,7 +103,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 28},
     "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 7},
     "POST /messages/ (agent key)": {"sqlite": 8, "postgresql": 9},  # no session to read
-    "POST /work/start/ (agent key)": {"sqlite": 34, "postgresql": 37},
+    "POST /work/start/ (agent key)": {"sqlite": 35, "postgresql": 38},
     # Keys: the key; then the list's count and page (with agents); or the mint (the
     # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
     # compare-and-set, the re-read).

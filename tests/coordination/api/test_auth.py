@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from coordination.api import urls as api_urls
 from coordination.errors import CoordinationError
-from coordination.models import ApiKey, Issue, IssueLease, Project, Workspace
+from coordination.models import ApiKey, Issue, IssueLease, IssueLink, Project, Workspace
 from coordination.services import (
     agents,
     file_claims,
@@ -125,6 +125,9 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
         "leases": lease.pk,
         "runs": run.pk,
         "file-claims": claimed.claims[0].pk,
+        "links": IssueLink.objects.create(
+            workspace=workspace, source=first, type="relates_to", target=second
+        ).pk,
     }
     return {"ids": ids, "session": session.pk, "issue": first.pk, "path": path, "api": api}
 
@@ -145,6 +148,8 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "issue-claim": {"session": session},
         "issue-release": {"session": session},
         "issue-transition": {"to": "cancelled"},
+        "issue-links": {"type": "blocks", "target": issue},
+        "issue-link": {},
         "worktree-list": {"slug": f"{MARK}-tree", "name": MARK},
         "run-list": {"session": session, "issue": issue},
         "run-finish": {"outcome": "failed"},
@@ -164,6 +169,8 @@ def call(client: APIClient, route: Route, world: dict[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     if "pk" in route.kwargs:
         kwargs["pk"] = world["ids"][route.name.rsplit("-", 1)[0] + "s"]
+    if "link" in route.kwargs:
+        kwargs["link"] = world["ids"]["links"]
     if "format" in route.kwargs:
         kwargs["format"] = "json"
     url = reverse(route.name, kwargs=kwargs)

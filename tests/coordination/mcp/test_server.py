@@ -45,6 +45,8 @@ TOOLS = {
     "list_file_claims",
     "list_events",
     "whoami",
+    "link_issues",
+    "unlink_issues",
 }
 # The words of the instructions that look like tool names but are states or codes.
 NOT_TOOLS = {"in_progress", "in_review", "file_conflict"}
