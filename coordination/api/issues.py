@@ -100,7 +100,7 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         summary="List the ready queue",
         description="What to pick next: issues in `todo` that meet the definition of ready "
         "and have no live lease, urgent first (priority 1, 2, 3, 4, then 0), oldest first "
-        "within a priority; a blocked issue is never ready (invariant 14). Each issue names "
+        "within a priority; a blocked issue is never ready (invariant 16). Each issue names "
         "its `collisions`: its expected `paths` that another issue's live claim holds now; "
         "within a priority the issues without any come first (`avoid_collisions=false`: "
         "the plain order), and `free=true` lists only those. With `include_not_ready=true` "

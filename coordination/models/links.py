@@ -12,7 +12,7 @@ from coordination.models.tracker import Issue
 
 class LinkType(models.TextChoices):
     """ "source *type* target": ``blocks`` and ``parent_of`` make the graph that may
-    never close a cycle (invariant 14); the other two only relate."""
+    never close a cycle (invariant 16); the other two only relate."""
 
     BLOCKS = "blocks"
     PARENT_OF = "parent_of"

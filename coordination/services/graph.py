@@ -1,4 +1,4 @@
-"""The work graph (invariant 14): links between issues [link_issues, unlink_issues],
+"""The work graph (invariant 16): links between issues [link_issues, unlink_issues],
 blocked issues, and the paths an issue expects to touch.
 
 **No cycle, ever.** A ``blocks`` or ``parent_of`` link that would close a cycle of

@@ -71,7 +71,7 @@ def start_work(
 ) -> Started:
     """``api_key`` opened the session (invariant 13). A blocked issue is refused
     before anything starts; without ``paths``, the issue's expected paths are claimed
-    (invariant 14)."""
+    (invariant 16)."""
     issue = lookups.get_issue(workspace, issue_id)
     graph.check_not_blocked(issue)  # before any claim: blocked, not a file conflict
     if paths is None:

@@ -151,7 +151,7 @@ def transition_issue(
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
             data={"from": issue.status, "to": to},
         )
-        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 14)
+        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 16)
         issue.status = to
         changed = ["status", "updated_at"]
         if report is not None:

@@ -1,4 +1,4 @@
-"""The work graph in SQL (invariant 14): an issue's links and expected paths as JSON
+"""The work graph in SQL (invariant 16): an issue's links and expected paths as JSON
 columns, whether it is blocked, and its collisions with live claims.
 
 Each is a correlated subquery on the issue row ``alias``, so the ready queue's page

@@ -46,7 +46,7 @@ class Queue:
     """Which queue: the workspace's, or one project's; the ready issues only or, with
     ``closed`` (the closed statuses), every issue not in those, the ready ones first.
     ``avoid_collisions``: within a priority, issues whose expected paths no live claim
-    holds come first; ``free``: only those (invariant 14's queue, docs/api.md "Ready,
+    holds come first; ``free``: only those (invariant 16's queue, docs/api.md "Ready,
     and free"). Without either, the plain order, read off the partial index."""
 
     workspace_id: int
@@ -59,7 +59,7 @@ class Queue:
 def queue_filter(d: Dialect, queue: Queue) -> Statement:
     """The issues of the queue: without a live lease (invariant 2: a dead holder's
     issue is free again), of its project if it names one, ready and not blocked
-    (invariant 14), or open; with ``free``, colliding with no live claim."""
+    (invariant 16), or open; with ``free``, colliding with no live claim."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
         f" WHERE held.issue_id = i.id AND held.released_at IS NULL AND {d.live('hs')}"
@@ -129,7 +129,7 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
 
     Each issue brings its graph as JSON columns (``sql.graph``): its links both ways,
     its expected paths, and its collisions with live claims, the last one statement
-    for the whole page by index range scans (invariant 14)."""
+    for the whole page by index range scans (invariant 16)."""
     window, params = queue_window(d, queue, limit=limit, offset=offset)
     shown = [
         columns(ISSUE, "i"),
