@@ -92,7 +92,7 @@ class SessionFilter(filters.FilterSet):
     def filter_stalled(
         self, queryset: QuerySet[AgentSession], name: str, value: Any
     ) -> QuerySet[AgentSession]:
-        # Live and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 15).
+        # Live and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17).
         return queryset.filter(stalled_q()) if value else queryset.exclude(stalled_q())
 
 

@@ -53,14 +53,14 @@ def stall_after() -> timedelta:
 
 
 def stalled_q(prefix: str = "") -> Q:
-    """Q for "the session at ``prefix`` is stalled" (invariant 15): live, and its last
+    """Q for "the session at ``prefix`` is stalled" (invariant 17): live, and its last
     progress older than ``PROJEKTOR_STALL_AFTER_SECONDS`` by the database's clock."""
     cutoff = ExpressionWrapper(DbNow() - Value(stall_after()), output_field=DateTimeField())
     return live_q(prefix) & Q(**{f"{prefix}last_progress_at__lte": cutoff})
 
 
 def young_q(prefix: str = "") -> Q:
-    """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 15)."""
+    """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 17)."""
     return Q(**{f"{prefix}ages_out_at__isnull": True}) | Q(**{f"{prefix}ages_out_at__gt": DbNow()})
 
 

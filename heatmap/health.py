@@ -47,7 +47,7 @@ STALLED_SHOWN = 50
 
 @dataclass(frozen=True)
 class StalledAgents:
-    """Stalled sessions now (invariant 15), longest stalled first (at most
+    """Stalled sessions now (invariant 17), longest stalled first (at most
     ``STALLED_SHOWN`` of them, ``count`` in all), each with ``held``: the issues it
     leases."""
 

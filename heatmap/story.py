@@ -106,7 +106,7 @@ def board_issues(
 
 def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> QuerySet[Issue]:
     """Each issue with its holder now (``holder_name``, ``holder_live``, and
-    ``holder_stalled``: live but making no progress, invariant 15; no lease: None)
+    ``holder_stalled``: live but making no progress, invariant 17; no lease: None)
     and its claims and conflicts (either side) in the window, as subqueries: the whole
     days from the board's day counts (invariant 15), the part days from the rows."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)

@@ -65,7 +65,7 @@ SILENCED_SYSTEM_CHECKS = [
 PROJEKTOR_SESSION_TTL_SECONDS = int(os.environ.get("PROJEKTOR_SESSION_TTL_SECONDS", "120"))
 if PROJEKTOR_SESSION_TTL_SECONDS < 1:
     raise ImproperlyConfigured("PROJEKTOR_SESSION_TTL_SECONDS must be a positive integer")
-# A live session with no progress for this long is stalled (invariant 15): a signal
+# A live session with no progress for this long is stalled (invariant 17): a signal
 # to people, never a reclaim.
 PROJEKTOR_STALL_AFTER_SECONDS = int(os.environ.get("PROJEKTOR_STALL_AFTER_SECONDS", "1800"))
 if PROJEKTOR_STALL_AFTER_SECONDS < 1:

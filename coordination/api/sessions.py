@@ -28,7 +28,7 @@ from coordination.services import access, agents
         description="The workspace's sessions, newest first. `live=true` keeps those whose "
         "last heartbeat is younger than the TTL, judged now by the database's clock "
         "(invariant 1); `stalled=true` those live with no progress for "
-        "`PROJEKTOR_STALL_AFTER_SECONDS` (invariant 15); `agent` and `role` match exactly. "
+        "`PROJEKTOR_STALL_AFTER_SECONDS` (invariant 17); `agent` and `role` match exactly. "
         "Read-only.",
     ),
     retrieve=extend_schema(
@@ -88,7 +88,7 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         summary="Report progress",
         description="The session's work moved: sets `last_progress_at` to the database's "
         "clock (and the `note`, shown on the agent's page), so it is not stalled "
-        "(invariant 15). Every change the session makes does so too; a heartbeat never "
+        "(invariant 17). Every change the session makes does so too; a heartbeat never "
         "does, and progress never revives a lapsed session.",
         request=ProgressInput,
         responses={200: SessionSerializer, **errors(SESSION_ENDED)},

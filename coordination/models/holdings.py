@@ -21,7 +21,7 @@ class ReleaseReason(models.TextChoices):
     OVERRIDDEN = "overridden"
     ISSUE_CLOSED = "issue_closed"
     WORKTREE_UNRESOLVED = "worktree_unresolved"
-    MAX_AGE = "max_age"  # a lease past its project's age cap, its holder live (invariant 15)
+    MAX_AGE = "max_age"  # a lease past its project's age cap, its holder live (invariant 17)
 
 
 class HolderQuerySet(models.QuerySet[Any]):
@@ -49,7 +49,7 @@ class HolderQuerySet(models.QuerySet[Any]):
 
 class LeaseQuerySet(HolderQuerySet):
     """A lease is live as any holding, and younger than its project's age cap
-    (invariant 15): ``ages_out_at``, its grant plus the cap, is in the future."""
+    (invariant 17): ``ages_out_at``, its grant plus the cap, is in the future."""
 
     def live(self) -> Self:
         return super().live().filter(young_q())
@@ -101,7 +101,7 @@ class IssueLease(Holding):
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     # Its grant plus its project's ``max_lease_age_seconds`` (None: no cap), written by
     # the claim's insert and again when the project's cap changes: past it the lease
-    # is not live (invariant 15).
+    # is not live (invariant 17).
     ages_out_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = LeaseQuerySet.as_manager()  # type: ignore[misc]  # a narrower queryset

@@ -35,7 +35,7 @@ class Project(models.Model):
     key = models.SlugField(max_length=32)
     name = models.CharField(max_length=200)
     agent_wip_limit = models.PositiveIntegerField(default=3)
-    # A lease older than this, counted from its grant, is not live (invariant 15);
+    # A lease older than this, counted from its grant, is not live (invariant 17);
     # None: no cap.
     max_lease_age_seconds = models.PositiveIntegerField(null=True, blank=True)
     primary_worktree = models.ForeignKey(
@@ -110,7 +110,7 @@ class AgentSession(models.Model):
     api_key = models.ForeignKey(
         "coordination.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Its last change of state (invariant 15): set at registration and, in the same
+    # Its last change of state (invariant 17): set at registration and, in the same
     # transaction, by every change it makes (the event log's progress trigger) and by
     # POST /sessions/{id}/progress/. Never by a heartbeat.
     last_progress_at = models.DateTimeField(db_default=DbNow(), editable=False)
@@ -129,7 +129,7 @@ class AgentSession(models.Model):
                 condition=Q(status="active"),
                 name="session_active_heartbeat_idx",
             ),
-            # Stalled sessions are a range of active rows' progress (invariant 15).
+            # Stalled sessions are a range of active rows' progress (invariant 17).
             models.Index(
                 fields=["workspace", "last_progress_at"],
                 condition=Q(status="active"),

@@ -239,7 +239,7 @@ def take_lease(
 
 def reclaim_stale_lease(lease: IssueLease, *, project_id: int, by: AgentSession) -> None:
     """``lease`` was read in a claim's way, not live: release it (``expired`` if its
-    holder is dead, else ``max_age``: invariants 4 and 15), announce it and
+    holder is dead, else ``max_age``: invariants 4 and 17), announce it and
     ``Retry``; released since it was read: ``Retry``. Returns only if it is live again
     (its holder revived)."""
     row = fetchone(sql.release_stale_lease(dialect(), lease_id=lease.pk))

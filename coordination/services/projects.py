@@ -64,7 +64,7 @@ def update_project(*, workspace: Workspace, project: Project, changes: dict[str,
     try:
         with events.change():
             project.save()
-            if cap_changed:  # its unreleased leases age by the new cap (invariant 15)
+            if cap_changed:  # its unreleased leases age by the new cap (invariant 17)
                 leases.refresh_ages_out_at(project=project)
     except IntegrityError:
         raise InvalidInput(f"Project {project.key!r} already exists.", field="key") from None

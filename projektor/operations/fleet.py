@@ -2,8 +2,8 @@
 
 Nine grouped statements, whatever the number of workspaces, projects or rows (a
 test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
-live sessions (and the stalled among them, invariant 15), unreleased leases (split by
-their liveness, invariants 1 and 15), lease releases by reason, unreleased file
+live sessions (and the stalled among them, invariant 17), unreleased leases (split by
+their liveness, invariants 1 and 17), lease releases by reason, unreleased file
 claims, claim conflicts, WIP-cap denials and webhook deliveries by state. A workspace or project
 with none of something shows 0, so "no live agents" is a value an alert can see.
 The two counters count the append-only logs (invariant 8): they only grow.
@@ -80,7 +80,7 @@ def fleet_metrics() -> list[Metric]:
     )
     stalled_family = GaugeMetricFamily(
         "projektor_stalled_sessions",
-        "Live sessions with no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 15).",
+        "Live sessions with no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17).",
         labels=["workspace"],
     )
     release_counts: dict[tuple[int, str], int] = defaultdict(int)

@@ -1,4 +1,4 @@
-"""Stalled agents on the managers' pages (invariant 15): the health page counts and
+"""Stalled agents on the managers' pages (invariant 17): the health page counts and
 lists them (how long, holding what), the board marks their cards, the agent's page
 shows its last progress and note."""
 

@@ -36,7 +36,7 @@ class ProjectInput(serializers.Serializer):
         allow_null=True,
         help_text="The age cap of a lease, in seconds from its grant: past it the lease is "
         "not live whatever its holder's heartbeats, and the next claimer releases it "
-        "`max_age` (invariant 15). Null (the default): no cap.",
+        "`max_age` (invariant 17). Null (the default): no cap.",
     )
     primary_worktree = SlugRefField(
         required=False,

@@ -60,7 +60,7 @@ def share_claimed_issue(
 
 def unreleased_lease(d: Dialect, *, issue_id: int) -> Statement:
     """The issue's unreleased lease (one at most, invariant 2), whether it is live
-    (its holder live, invariant 1, and within its age cap, invariant 15), whether it
+    (its holder live, invariant 1, and within its age cap, invariant 17), whether it
     aged out, and its agent: what ``selectors.claims.leases`` shows of it."""
     return (
         f"SELECT {columns(LEASE, 'l')}, {d.lease_live('l', 's')}, NOT {d.young('l')},"
@@ -94,7 +94,7 @@ def insert_lease_within_cap(
     project_id: int,
     limit: int,
 ) -> Statement:
-    """Invariants 1, 2, 3 and 15: insert the lease iff its session is live now and the
+    """Invariants 1, 2, 3 and 17: insert the lease iff its session is live now and the
     project's live leases (an aged-out one is not) are below ``limit``, numbering its
     fence ``MAX(fence) + 1`` and stamping ``ages_out_at`` from the project's cap;
     the partial unique index turns a second unreleased lease into "no row"
@@ -137,7 +137,7 @@ def assign_unassigned_issue(d: Dialect, *, issue_id: int, agent_id: int) -> Stat
 
 
 def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
-    """The fence of the issue's unreleased lease unless it aged out (invariant 15: an
+    """The fence of the issue's unreleased lease unless it aged out (invariant 17: an
     aged-out lease's fence is stale); ``FOR SHARE`` with ``share``, so a reclaim,
     release or close (which UPDATE that row) waits for this transaction."""
     lock = d.lock("FOR SHARE") if share else ""
@@ -165,7 +165,7 @@ def release_if_holder_dead(d: Dialect, *, table: str, row_id: int, reason: str) 
 
 
 def release_stale_lease(d: Dialect, *, lease_id: int) -> Statement:
-    """Invariants 4 and 15: compare-and-set release of a lease that is not live,
+    """Invariants 4 and 17: compare-and-set release of a lease that is not live,
     ``expired`` if its holder is dead (the stronger signal), else ``max_age`` (it
     aged out); returning the reason, no row if it is live or already released."""
     dead = (

@@ -1,4 +1,4 @@
-"""The age of a lease (invariant 15): past its project's ``max_lease_age_seconds`` a
+"""The age of a lease (invariant 17): past its project's ``max_lease_age_seconds`` a
 lease is not live for any purpose, and the next claimer releases it ``max_age``."""
 
 from datetime import timedelta

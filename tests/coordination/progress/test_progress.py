@@ -1,4 +1,4 @@
-"""Progress beside liveness (invariant 15): stamped by every change a session makes and
+"""Progress beside liveness (invariant 17): stamped by every change a session makes and
 by POST /sessions/{id}/progress/, never by a heartbeat; stalled derived when read."""
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""``session.stalled`` (invariant 15): once per stall, written by the long-running
+"""``session.stalled`` (invariant 17): once per stall, written by the long-running
 worker (``deliver_webhooks``) that looks for newly stalled sessions. The stall
 threshold is short and the last progress moved back explicitly; every wait is on a
 condition."""
