@@ -40,6 +40,9 @@ SESSION = {
     "live": True,
     "started_at": at("09:12:41"),
     "last_heartbeat_at": at("09:14:05"),
+    "last_progress_at": at("09:13:50"),
+    "stalled": False,
+    "progress_note": "tests pass locally",
     "ended_at": None,
     "ttl_seconds": 120,
 }
@@ -49,6 +52,7 @@ PROJECT = {
     "key": "core",
     "name": "Core services",
     "agent_wip_limit": 3,
+    "max_lease_age_seconds": None,
     "primary_worktree": "wt-main",
     "created_at": at("08:00:00"),
 }
@@ -61,6 +65,7 @@ LEASE = {
     "released_at": None,
     "release_reason": None,
     "live": True,
+    "aged_out": False,
     "fence": FENCE,
 }
 RELEASED_LEASE = {**LEASE, "released_at": at("10:02:17"), "release_reason": "released"}

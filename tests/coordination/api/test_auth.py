@@ -141,6 +141,7 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "session-list": {"agent": f"{MARK}-agent"},
         "session-end": {},
         "session-heartbeat": {},
+        "session-progress": {"note": f"{MARK} moved"},
         "project-list": {"key": f"{MARK}core", "name": f"{MARK} core"},
         "project-detail": {"name": f"{MARK} renamed", "agent_wip_limit": 9},
         "issue-list": {"project": f"{MARK}core", "title": f"{MARK} new"},

@@ -44,6 +44,7 @@ CONFLICTS = {
     "POST /api/v1/issues/{id}/transition/": {"invalid_transition"},
     "POST /api/v1/issues/": {"invalid_transition"},  # a status past todo, or not ready
     "POST /api/v1/sessions/{id}/heartbeat/": {"session_ended"},
+    "POST /api/v1/sessions/{id}/progress/": {"session_ended"},
     "POST /api/v1/file-claims/": {
         "file_conflict",
         "session_not_live",
