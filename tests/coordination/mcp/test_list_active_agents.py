@@ -71,7 +71,7 @@ def test_the_schema_says_live_defaults_to_true(mcp_url, raw_key):
                 "type": ["boolean", "null"],
                 "default": True,
             }
-            assert "live=false" in tool.description
+            assert "live=false" in (tool.description or "")
 
     run(scenario)
 
