@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from coordination import models as m
 from coordination.admin import display, forms, issue_page
+from coordination.admin.links import IncomingLinkInline, OutgoingLinkInline
 from coordination.admin.reporting import report
 from coordination.admin.tracker import KeptAdmin
 from coordination.services import events, operators, projects, workflow
@@ -62,6 +63,7 @@ class IssueAdmin(KeptAdmin):
     list_filter = ["status", "priority", "project", "requires_filesystem", "workspace"]
     list_select_related = ["project", "assignee"]
     search_fields = ["title", "description", "=id"]
+    inlines = [IncomingLinkInline, OutgoingLinkInline]  # the work graph, both ways
 
     def save_model(self, request: HttpRequest, obj: m.Issue, form: Any, change: bool) -> None:
         with events.change():
@@ -103,6 +105,11 @@ class IssueAdmin(KeptAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.Issue]:
         return super().get_queryset(request).prefetch_related(held_leases())
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
+        # Shown, never posted: the links are read-only here (a formset would make every
+        # save of the issue carry their management form for nothing).
+        return self.inlines if obj is not None and request.method == "GET" else []
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         # A new issue has no state or report yet: its status is the workflow's first.
