@@ -60,13 +60,19 @@ lint: install
 	$(TEST_ENV) $(BIN)/mypy .
 	$(BIN)/lint-imports
 
+# Both passes run on every core (pytest-xdist), each worker on a test database of its
+# own; the tests that must not meet run on one worker in turn (tests/conftest.py,
+# XDIST_GROUPS). PYTEST_WORKERS=0 runs a pass in one process.
+PYTEST_WORKERS ?= auto
+PYTEST_ARGS := -n $(PYTEST_WORKERS) --dist loadgroup
+
 test-sqlite: install browser prometheus
-	$(TEST_ENV) $(BIN)/pytest -m "not postgres"
+	$(TEST_ENV) $(BIN)/pytest -m "not postgres" $(PYTEST_ARGS)
 
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
 test-postgres: install browser prometheus
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
-		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest; \
+		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true but PostgreSQL is unreachable at $(PG_TEST_URL)"; exit 1; \
 	else \

@@ -241,3 +241,61 @@ def _event_listener_stopped() -> Iterator[None]:
     from coordination import feed
 
     feed.wakeups.stop()
+
+
+# --- across both cores (pytest-xdist, ``make test``) -----------------------------------
+
+# Tests that must not run beside one another go to one worker, in turn (``--dist
+# loadgroup``), by where they live. Every other test goes to whichever worker is free.
+XDIST_GROUPS = {
+    # 16 to 64 threads each holding a connection, and the bench's server and agents:
+    # two of them at once would pass PostgreSQL's 100 connections.
+    "tests/coordination/races/": "many-connections",
+    "tests/benchmarks/test_bench.py": "many-connections",
+    # One live server for the run, on a database named after the configured one.
+    "tests/agent/": "agent-live-server",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    in_a_stable_order(items)
+    for item in items:
+        path = item.path.relative_to(config.rootpath).as_posix()
+        for prefix, group in XDIST_GROUPS.items():
+            if path.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On Redis, each worker counts under a key prefix of its own: clearing one test's
+    counters must not clear those of the test running beside it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and settings.REDIS_URL:
+        for cache in settings.CACHES.values():
+            cache["KEY_PREFIX"] = f"{cache.get('KEY_PREFIX') or 'projektor'}-{worker}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The harness collects the static files before it starts gunicorn: with workers,
+    the controller does it once first, so that no two workers copy them at once."""
+    config = session.config
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        from benchmarks.server import collect_static_files
+
+        collect_static_files()
+
+
+def in_a_stable_order(items: list[pytest.Item]) -> None:
+    """Each test's cases in the order of their ids, where the test's first case was.
+    Some cases come from an unordered source (the API fuzz's from the schema's methods,
+    a set), and every worker must collect the same list in the same order."""
+    first_case: dict[tuple[str, str], int] = {}
+
+    def test_of(item: pytest.Item) -> tuple[str, str]:
+        parent = item.parent.nodeid if item.parent else ""
+        return parent, item.name.split("[", 1)[0]
+
+    for index, item in enumerate(items):
+        first_case.setdefault(test_of(item), index)
+    items.sort(key=lambda item: (first_case[test_of(item)], item.name))
