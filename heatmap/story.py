@@ -44,6 +44,7 @@ from coordination.models import (
 )
 from coordination.paths import under_prefix
 from coordination.selectors.dashboard import count_of
+from coordination.selectors.graph import Graph, graph_of, with_graph
 from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups import outside_days, whole_days
 
@@ -187,7 +188,12 @@ def board(
         .filter(rank__lte=CARDS_PER_COLUMN)
         .values_list("pk", "rank")
     )
-    cards = with_story(Issue.objects.filter(pk__in=ranks), since=since, until=until)
+    # Each card with its blockers and its expected files others hold (invariant 16),
+    # in the same statement.
+    cards = with_graph(
+        with_story(Issue.objects.filter(pk__in=ranks), since=since, until=until),
+        collisions=True,
+    )
     columns: dict[str, Column] = {
         status: Column(
             status=status,
@@ -198,6 +204,7 @@ def board(
         for status in (*OPEN_STATUSES, *FOLDED_STATUSES)
     }
     for issue in sorted(cards, key=lambda card: ranks[card.pk]):
+        graph_of(issue)  # read off the card's own columns, as ``issue.graph``
         columns[issue.status].cards.append(issue)
     return list(columns.values())
 
@@ -214,6 +221,7 @@ class IssueStory:
     conflicts: list[ClaimConflict]  # where others met this issue (see ``timeline``)
     messages: dict[int, Message]  # the posts the events name, by id
     runs: dict[int, Run]  # the runs the events name, by id
+    graph: Graph  # blockers, what it blocks, parent, children (invariant 16)
 
 
 def issue_story(workspace: Workspace, issue: Issue) -> IssueStory:
@@ -257,6 +265,7 @@ def issue_story(workspace: Workspace, issue: Issue) -> IssueStory:
         conflicts=conflicts,
         messages={message.pk: message for message in messages.select_related("agent")},
         runs={run.pk: run for run in runs},
+        graph=graph_of(issue),
     )
 
 

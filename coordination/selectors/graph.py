@@ -19,7 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from coordination.liveness import dialect
 from coordination.models import Issue, LinkType
-from coordination.services.sql.graph import links_json, paths_json
+from coordination.services.sql.graph import collisions_json, links_json, paths_json
 
 RESOLVED = frozenset(Issue.CLOSED_STATUSES)
 
@@ -52,6 +52,38 @@ class Graph:
 
     def other(self, link: Link) -> int:
         return link.target if link.source == self.issue_id else link.source
+
+    def of_type(self, type: str, *, incoming: bool) -> list[Link]:
+        """The links of ``type`` to this issue (``incoming``) or from it."""
+        end = "target" if incoming else "source"
+        return [
+            link for link in self.links if link.type == type and getattr(link, end) == self.issue_id
+        ]
+
+    @property
+    def blocker_links(self) -> list[Link]:
+        """Every ``blocks`` link to this issue, resolved or not (the other end's status
+        says which)."""
+        return self.of_type(LinkType.BLOCKS, incoming=True)
+
+    @property
+    def blocking_links(self) -> list[Link]:
+        return self.of_type(LinkType.BLOCKS, incoming=False)
+
+    @property
+    def child_links(self) -> list[Link]:
+        return self.of_type(LinkType.PARENT_OF, incoming=False)
+
+    @property
+    def parent_link(self) -> Link | None:
+        parents = self.of_type(LinkType.PARENT_OF, incoming=True)
+        return parents[0] if parents else None
+
+    @property
+    def related_links(self) -> list[Link]:
+        return [
+            link for link in self.links if link.type not in (LinkType.BLOCKS, LinkType.PARENT_OF)
+        ]
 
     @property
     def blocked_by(self) -> list[dict[str, Any]]:
@@ -124,14 +156,19 @@ def graph_from(issue_id: int, links: Any, paths: Any, collisions: Any = None) ->
     )
 
 
-def with_graph(issues: QuerySet[Issue]) -> QuerySet[Issue]:
-    """Each issue with its links and expected paths, in the statement that reads it."""
+def with_graph(issues: QuerySet[Issue], *, collisions: bool = False) -> QuerySet[Issue]:
+    """Each issue with its links and expected paths and, with ``collisions``, its
+    expected paths that another issue's held claim holds now (the board's mark), in
+    the statement that reads it."""
     d = dialect()
     table = Issue._meta.db_table
-    return issues.annotate(
+    shown = issues.annotate(
         graph_links=RawSQL(links_json(d, table), []),
         graph_paths=RawSQL(paths_json(d, table), []),
     )
+    if collisions:
+        shown = shown.annotate(graph_collisions=RawSQL(collisions_json(d, table), []))
+    return shown
 
 
 def attach(issue: Issue, row: Any, at: int) -> None:
@@ -157,7 +194,8 @@ def graph_of(issue: Issue) -> Graph:
             .first()
         )
         issue.graph_links, issue.graph_paths = loaded or (None, None)  # type: ignore[attr-defined]
-    graph = graph_from(issue.pk, issue.graph_links, issue.graph_paths)  # type: ignore[attr-defined]
+    collisions = getattr(issue, "graph_collisions", None)
+    graph = graph_from(issue.pk, issue.graph_links, issue.graph_paths, collisions)  # type: ignore[attr-defined]
     issue.graph = graph  # type: ignore[attr-defined]
     return graph
 
