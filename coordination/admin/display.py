@@ -5,9 +5,11 @@ Cells are clipped to a bounded length, and may break at their spaces (a time
 before its hour, a holder after its agent): squeezed, the table shrinks its
 columns to their longest word instead of scrolling sideways, whatever the ids.
 
-A session's state is one of live / stale / ended, derived from the one TTL
-predicate: live while it heartbeats within the TTL, stale once it stopped without
-ending (it crashed; what it holds is reclaimable), ended when it said goodbye.
+A session's state is one of live / stalled / stale / ended, derived from the one TTL
+predicate: live while it heartbeats within the TTL, stalled while it heartbeats but
+has made no progress for ``PROJEKTOR_STALL_AFTER_SECONDS`` (invariant 17: it keeps
+what it holds), stale once it stopped without ending (it crashed; what it holds is
+reclaimable), ended when it said goodbye.
 """
 
 from collections.abc import Callable
@@ -21,17 +23,18 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from coordination.liveness import live_q
+from coordination.liveness import live_q, stalled_q
 from coordination.models import Agent, AgentSession
 
-LIVE, STALE, ENDED = "live", "stale", "ended"
+LIVE, STALLED, STALE, ENDED = "live", "stalled", "stale", "ended"
 NONE = "—"
 
 
 def session_state(prefix: str = "") -> Case:
-    """live / stale / ended of the session at ``prefix`` (``"session__"`` from a
-    lease, claim, lock or run); NULL when there is no session."""
+    """live / stalled / stale / ended of the session at ``prefix`` (``"session__"``
+    from a lease, claim, lock or run); NULL when there is no session."""
     return Case(
+        When(stalled_q(prefix), then=Value(STALLED)),
         When(live_q(prefix), then=Value(LIVE)),
         When(Q(**{f"{prefix}status": AgentSession.Status.ENDED}), then=Value(ENDED)),
         When(Q(**{f"{prefix}status": AgentSession.Status.ACTIVE}), then=Value(STALE)),

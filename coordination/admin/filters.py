@@ -1,34 +1,41 @@
 """List filters shared by the coordination admins, by the one TTL predicate."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from coordination.liveness import live_q
+from coordination.liveness import live_q, stalled_q
 
 
 class StateFilter(admin.SimpleListFilter):
-    """Choices mapped to conditions; subclasses name them."""
+    """Choices mapped to conditions; subclasses name them. A condition that reads a
+    setting is a function, so that it reads it when the list is asked for."""
 
-    conditions: dict[str, tuple[str, Q]] = {}
+    conditions: dict[str, tuple[str, Q | Callable[[], Q]]] = {}
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(value, label) for value, (label, _) in self.conditions.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         chosen = self.conditions.get(self.value() or "")
-        return queryset.filter(chosen[1]) if chosen else queryset
+        if not chosen:
+            return queryset
+        condition = chosen[1]
+        return queryset.filter(condition if isinstance(condition, Q) else condition())
 
 
 class SessionStateFilter(StateFilter):
-    """Live (heartbeat within the TTL), stale (active but silent: crashed), ended."""
+    """Live (heartbeat within the TTL), stalled (live, no progress: invariant 17), stale
+    (active but silent: crashed), ended."""
 
     title = "state"
     parameter_name = "state"
     conditions = {
         "live": ("Live", live_q()),
+        "stalled": ("Stalled (live, no progress)", stalled_q),
         "stale": ("Stale (stopped heartbeating)", Q(status="active") & ~live_q()),
         "ended": ("Ended", Q(status="ended")),
     }

@@ -1,5 +1,5 @@
-"""Agent sessions: one derived state (live / stale / ended) and, on a session's page,
-what it holds and ran, read-only."""
+"""Agent sessions: one derived state (live / stalled / stale / ended), their progress
+and, on a session's page, what it holds and ran, read-only."""
 
 from typing import Any
 
@@ -125,17 +125,35 @@ class RunInline(HoldingInline):
 
 @admin.register(m.AgentSession)
 class AgentSessionAdmin(StateAdmin):
-    list_display = ["label", "role", "workspace_cell", "state_ended", "started", "heartbeat_cell"]
+    list_display = [
+        "label",
+        "role",
+        "workspace_cell",
+        "state_ended",
+        "started",
+        "heartbeat_cell",
+        "progress_cell",
+    ]
     list_filter = [SessionStateFilter, "workspace", "agent__role"]
     list_select_related = ["agent", "workspace"]
     search_fields = ["agent__name", "agent__role", "agent__department", "=id"]
     date_hierarchy = "started_at"
-    actions = ["end_sessions"]
+    actions = ["end_sessions", "end_stalled_sessions"]
     fieldsets = [
         (None, {"fields": ["agent", "role", "workspace", "state", "opened_by", "lists"]}),
-        ("Times", {"fields": ["started", "heartbeat", "ended"]}),
+        ("Times", {"fields": ["started", "heartbeat", "progress", "note", "ended"]}),
     ]
-    readonly_fields = ["role", "state", "opened_by", "started", "heartbeat", "ended", "lists"]
+    readonly_fields = [
+        "role",
+        "state",
+        "opened_by",
+        "started",
+        "heartbeat",
+        "progress",
+        "note",
+        "ended",
+        "lists",
+    ]
     inlines = [LeaseInline, FileClaimInline, WorktreeLockInline, RunInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.AgentSession]:
@@ -192,6 +210,23 @@ class AgentSessionAdmin(StateAdmin):
         """The last heartbeat, under a header as narrow as its times."""
         return self.heartbeat(obj)
 
+    @admin.display(description="last progress", ordering="last_progress_at")
+    def progress(self, obj: m.AgentSession) -> SafeString | str:
+        """Its last change of state (invariant 17), and how long ago while it is active."""
+        if obj.status == m.AgentSession.Status.ENDED:
+            return display.when(obj.last_progress_at)
+        return format_html(
+            '{} <span class="quiet nowrap">{}</span>',
+            display.when(obj.last_progress_at),
+            display.ago(obj.last_progress_at),
+        )
+
+    @admin.display(description="progress", ordering="last_progress_at")
+    def progress_cell(self, obj: m.AgentSession) -> SafeString | str:
+        return self.progress(obj)
+
+    note = display.clipped("progress_note", 60, wrap=True, description="progress note")
+
     ended = display.dated("ended_at", "ended")
 
     @admin.display(description="everything it held")
@@ -214,3 +249,12 @@ class AgentSessionAdmin(StateAdmin):
     @admin.action(description="End selected sessions (release what they hold: agent_ended)")
     def end_sessions(self, request: HttpRequest, queryset: QuerySet[m.AgentSession]) -> None:
         report(self, request, "Ended", operators.end_sessions(sessions=queryset))
+
+    @admin.action(description="End selected stalled sessions (agent_ended; the agent is told)")
+    def end_stalled_sessions(
+        self, request: HttpRequest, queryset: QuerySet[m.AgentSession]
+    ) -> None:
+        outcome = operators.end_stalled_sessions(
+            sessions=queryset, operator=request.user.get_username()
+        )
+        report(self, request, "Ended", outcome)

@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 from coordination import models as m
 from coordination.admin import display, forms
 from coordination.admin.reporting import report
-from coordination.services import events, logs, operators
+from coordination.services import events, leases, logs, operators
 from coordination.services.messages import announce_message
 
 
@@ -125,7 +125,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
 @admin.register(m.Project)
 class ProjectAdmin(KeptAdmin):
     form = forms.ProjectAdminForm
-    list_display = ["key_cell", "name_cell", "workspace_cell", "wip_cap", "worktree_cell"]
+    list_display = [
+        "key_cell",
+        "name_cell",
+        "workspace_cell",
+        "wip_cap",
+        "age_cap",
+        "worktree_cell",
+    ]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "primary_worktree"]
     search_fields = ["key", "name"]
@@ -139,6 +146,19 @@ class ProjectAdmin(KeptAdmin):
     @admin.display(description="WIP cap", ordering="agent_wip_limit")
     def wip_cap(self, obj: m.Project) -> int:
         return obj.agent_wip_limit
+
+    @admin.display(description="lease age cap", ordering="max_lease_age_seconds")
+    def age_cap(self, obj: m.Project) -> str:
+        cap = obj.max_lease_age_seconds
+        return display.NONE if cap is None else f"{cap} s"
+
+    def save_model(self, request: HttpRequest, obj: m.Project, form: Any, change: bool) -> None:
+        # A changed age cap ages the leases held already, as the API's PATCH does
+        # (invariant 17), in the same transaction as the project's row.
+        with events.change():
+            super().save_model(request, obj, form, change)
+            if change and "max_lease_age_seconds" in form.changed_data:
+                leases.refresh_ages_out_at(project=obj)
 
 
 @admin.register(m.Agent)

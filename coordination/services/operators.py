@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from coordination.errors import CoordinationError
+from coordination.liveness import stalled_q
 from coordination.models import (
     AgentSession,
     ApiKey,
@@ -144,6 +145,38 @@ def end_sessions(*, sessions: QuerySet[AgentSession]) -> Outcome:
             continue
         agents.end_session(workspace=session.workspace, session_id=session.pk)
         outcome.done.append(f"session {session.pk} ({session.agent.name})")
+    return outcome
+
+
+def end_stalled_sessions(*, sessions: QuerySet[AgentSession], operator: str) -> Outcome:
+    """End each selected session that is stalled now (invariant 17): what it holds is
+    released ``agent_ended``, and its agent is told why in a message. A session that
+    is not stalled (it moved, or is not live) is left alone and said so."""
+    outcome = Outcome()
+    stalled = set(sessions.filter(stalled_q()).values_list("pk", flat=True))
+    for session in sessions.select_related("workspace", "agent").order_by("pk"):
+        label = f"session {session.pk} ({session.agent.name})"
+        if session.pk not in stalled:
+            outcome.refused.append(f"{label}: not stalled")
+            continue
+        with events.change():
+            held = list(
+                IssueLease.objects.unreleased()
+                .filter(session=session)
+                .order_by("issue_id")
+                .values_list("issue_id", flat=True)
+            )
+            agents.end_session(workspace=session.workspace, session_id=session.pk)
+            holding = ", ".join(f"#{issue_id}" for issue_id in held) or "nothing"
+            messages.record_message(
+                workspace=session.workspace,
+                scope=f"agent:{session.agent.name}",
+                body=f"{operator} ended your session {session.pk}: it made no progress since "
+                f"{session.last_progress_at:%Y-%m-%d %H:%M} UTC. What it held ({holding}) "
+                "was released agent_ended; register a new session to go on.",
+                session=None,
+            )
+        outcome.done.append(label)
     return outcome
 
 
