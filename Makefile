@@ -101,7 +101,8 @@ bench: install
 		url="sqlite:///$(BENCH_SQLITE)"; \
 	fi; \
 	export DATABASE_URL="$$url" SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}"; \
-	$(BIN)/python manage.py migrate -v0 && $(BIN)/python manage.py bench $(BENCH_ARGS)
+	$(BIN)/python manage.py migrate -v0 && $(BIN)/python manage.py bench $(BENCH_ARGS) \
+	&& $(BIN)/python manage.py bench_ready_graph
 
 # Claim throughput and latency in-process (no HTTP), on PostgreSQL (BENCH_URL) and on a
 # scratch SQLite file.
