@@ -47,6 +47,7 @@ TOOLS = {
     "whoami",
     "link_issues",
     "unlink_issues",
+    "report_progress",
 }
 # The words of the instructions that look like tool names but are states or codes.
 NOT_TOOLS = {"in_progress", "in_review", "file_conflict"}
