@@ -3,6 +3,7 @@ branch, the runner's exclude lines, the guard's hook, and the branch's commits."
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -83,6 +84,15 @@ def dirty_paths(path: Path) -> list[str]:
     """Uncommitted changes (untracked files included; the runner's own excluded)."""
     out = git("status", "--porcelain", "--untracked-files=normal", cwd=path).stdout
     return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def worktree_state(path: Path) -> str:
+    """A digest of the worktree's state: its HEAD, what is uncommitted and how. Two
+    looks give the same digest iff nothing was committed, edited or added between."""
+    head = git("rev-parse", "--verify", "-q", "HEAD", cwd=path, check=False).stdout
+    status = git("status", "--porcelain", "--untracked-files=normal", cwd=path).stdout
+    diff = git("diff", "HEAD", "--no-color", "--no-ext-diff", cwd=path, check=False).stdout
+    return hashlib.sha256(f"{head}\0{status}\0{diff}".encode()).hexdigest()
 
 
 def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> None:

@@ -1,6 +1,9 @@
 """While the agent works: its process (stderr tee'd and its tail kept), and the watch
 that heartbeats its session and follows the session's events, so that a lease or
-claims released to another stop the agent."""
+claims released to another stop the agent. At each heartbeat the watch also looks at
+the worktree: when it changed since the last look, that is progress, and the session
+says so (``/sessions/{id}/progress/``: an agent that heartbeats but changes nothing
+is shown as stalled to people)."""
 
 from __future__ import annotations
 
@@ -13,8 +16,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from projektor_agent import gitops
 from projektor_agent.client import Client
 from projektor_agent.errors import CommandError, Unreachable
 from projektor_agent.output import say, warn
@@ -33,10 +38,17 @@ class Watch:
     threads, until closed. ``lost`` says why the work is no longer the session's."""
 
     def __init__(
-        self, client: Client, session: int, ttl: float, on_lost: Callable[[str], None]
+        self,
+        client: Client,
+        session: int,
+        ttl: float,
+        on_lost: Callable[[str], None],
+        workdir: Callable[[], Path | None] = lambda: None,
     ) -> None:
         self.client, self.session, self.ttl = client, session, ttl
         self.on_lost = on_lost
+        self.workdir = workdir  # the worktree the agent works in, once there is one
+        self.worktree_seen: str | None = None  # its state at the last look
         self.closed = threading.Event()
         self.lost: str | None = None
         self.cursor = 0  # the newest event id seen: a recent point to wait after
@@ -98,6 +110,30 @@ class Watch:
             if failing and not self.closed.is_set():
                 say("the server answers again: heartbeats resumed")
             last_answer, failing, near_told = time.monotonic(), False, False
+            self.progress_if_changed()
+
+    def progress_if_changed(self) -> bool:
+        """Report progress iff the worktree changed since the last look (the first look
+        only notes where it starts). Progress is a signal: a failure is not reported."""
+        where = self.workdir()
+        if where is None:
+            return False
+        try:
+            state = gitops.worktree_state(where)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        changed = self.worktree_seen is not None and state != self.worktree_seen
+        self.worktree_seen = state
+        if not changed:
+            return False
+        with contextlib.suppress(CommandError):  # Unreachable is one too
+            self.client.post(
+                f"/sessions/{self.session}/progress/",
+                {"note": "the worktree changed"},
+                retry=False,
+                timeout=max(min(self.ttl / 2, 10.0), 1.0),
+            )
+        return True
 
     def events(self) -> None:
         query: dict[str, Any] = {

@@ -57,7 +57,9 @@ class UnitWork:
         self.runner, self.unit = runner, unit
         self.client: Client = runner.client
         self.args = runner.args
-        self.watch = Watch(self.client, unit.session, unit.ttl, self.on_lost)
+        self.watch = Watch(
+            self.client, unit.session, unit.ttl, self.on_lost, workdir=lambda: unit.workdir
+        )
 
     # --- the whole unit ------------------------------------------------------------------
 
