@@ -44,6 +44,8 @@ class Actor:
         self.job: Job | None = None
         self.actions_left = 0
         self.crashes = False
+        self.stuck_at: int | None = None  # actions_left at which it gets stuck, if it will
+        self.stuck_for = 0  # actions it still sits out, heartbeating
         self.capped: dict[str, int] = {}  # project -> actions to keep off it (at its WIP cap)
         self.over = False  # left or crashed: this agent's run is done
         self.thread = threading.Thread(target=self.run, name=f"demo-fleet-{spec.name}", daemon=True)

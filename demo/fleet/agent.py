@@ -6,7 +6,9 @@ the ready queue (carrying on a dead holder's issue first, when there is one) by
 collide: refused, it forces them now and then, else takes what is free and tells
 the holders); dispatches runs and finishes them; hands the work in for review; tops
 the ready queue up when it runs short (reopening a done issue that regressed, or
-filing a follow-up), so the fleet can run for hours; and after a while leaves,
+filing a follow-up), so the fleet can run for hours; now and then gets stuck (as at a
+permission prompt): it keeps heartbeating and holding what it holds but makes no
+progress for a while, so the server shows it stalled; and after a while leaves,
 cleanly (``finish_work`` or ending its session) or by crashing: it stops
 heartbeating and vanishes, and what it held goes stale until another agent reclaims
 it after the TTL.
@@ -69,6 +71,8 @@ class FleetAgent(AtWork):
     def act(self) -> None:
         if self.session is None:
             self.join()
+        elif self.stuck():
+            return  # heartbeats go on (``run``); no call that would be progress
         elif self.actions_left <= 0:
             self.leave()
         else:
@@ -93,6 +97,22 @@ class FleetAgent(AtWork):
         else:
             self.hand_in(job)
 
+    def stuck(self) -> bool:
+        """Sitting out an action while stuck; getting stuck when its time comes."""
+        if self.stuck_for > 0:
+            self.stuck_for -= 1
+            if self.stuck_for == 0:
+                self.say("unstuck: carries on", level=1)
+            return True
+        if self.stuck_at is not None and self.actions_left <= self.stuck_at:
+            self.stuck_at = None
+            self.stuck_for = self.rng.randint(*self.context.config.stuck_actions)
+            assert self.session is not None
+            self.context.stuck(self.session)
+            self.say("stuck: heartbeats, but no progress for a while", level=1)
+            return True
+        return False
+
     # --- a session ------------------------------------------------------------------
 
     def profile(self) -> dict[str, Any]:
@@ -110,6 +130,8 @@ class FleetAgent(AtWork):
         self.session = session
         self.actions_left = self.rng.randint(low, high)
         self.crashes = self.rng.random() < self.context.config.crash_chance
+        if self.rng.random() < self.context.config.stall_chance:
+            self.stuck_at = self.rng.randint(1, self.actions_left)
         self.context.registered(session)
 
     def join(self) -> None:

@@ -6,6 +6,7 @@ into the fleet itself.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections import Counter, deque
@@ -29,6 +30,11 @@ class FleetConfig:
     interval: float = 2.0  # seconds between one agent's actions (jittered ±50 %)
     ttl: float = 120.0  # the server's PROJEKTOR_SESSION_TTL_SECONDS
     crash_chance: float = 0.2  # a session ends in a crash rather than a sign-off
+    # A session gets stuck now and then: it heartbeats but makes no progress for a
+    # little longer than the server's stall threshold (so the server shows it stalled),
+    # then carries on.
+    stall_chance: float = 0.1
+    stall_after: float = 1800.0  # the server's PROJEKTOR_STALL_AFTER_SECONDS
     session_actions: tuple[int, int] = (30, 90)  # a session's length, in actions
     max_issues: int = 250  # the reviewer files new issues only below this many
     seed: int | None = None
@@ -38,6 +44,14 @@ class FleetConfig:
         """Heartbeat period: a quarter of the TTL (at most 15 s), so a slow request
         or two never lets a working session lapse."""
         return min(self.ttl / 4, 15.0)
+
+    @property
+    def stuck_actions(self) -> tuple[int, int]:
+        """How long a stuck agent sits out, in actions: 1.2 to 1.6 stall thresholds."""
+        return (
+            math.ceil(1.2 * self.stall_after / self.interval),
+            math.ceil(1.6 * self.stall_after / self.interval),
+        )
 
     @property
     def review_every(self) -> float:
@@ -59,6 +73,7 @@ class Record:
 
     sessions: list[int] = field(default_factory=list)  # every session the fleet registered
     crashed_sessions: list[int] = field(default_factory=list)
+    stuck_sessions: list[int] = field(default_factory=list)  # heartbeating, not progressing
     counts: Counter[str] = field(default_factory=Counter)
 
 
@@ -100,6 +115,11 @@ class FleetContext:
         with self.lock:
             self.record.crashed_sessions.append(session)
             self.record.counts["crashed"] += 1
+
+    def stuck(self, session: int) -> None:
+        with self.lock:
+            self.record.stuck_sessions.append(session)
+            self.record.counts["stuck"] += 1
 
     def colleague_of(self, name: str, rng: random.Random) -> str | None:
         """Another agent at work now, if there is one."""

@@ -74,6 +74,13 @@ class Command(BaseCommand):
             help="share of sessions that crash instead of signing off (default 0.2)",
         )
         parser.add_argument(
+            "--stall-chance",
+            type=chance,
+            default=0.1,
+            help="share of sessions that get stuck for a while, heartbeating without "
+            "progress: stalled once PROJEKTOR_STALL_AFTER_SECONDS passes (default 0.1)",
+        )
+        parser.add_argument(
             "--wait",
             type=positive(float),
             default=60.0,
@@ -108,6 +115,8 @@ class Command(BaseCommand):
                 interval=options["interval"],
                 ttl=float(settings.PROJEKTOR_SESSION_TTL_SECONDS),
                 crash_chance=options["crash_chance"],
+                stall_chance=options["stall_chance"],
+                stall_after=float(settings.PROJEKTOR_STALL_AFTER_SECONDS),
                 seed=options["seed"],
             ),
             say=say,
