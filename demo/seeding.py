@@ -19,6 +19,7 @@ from coordination.liveness import session_ttl
 from coordination.models import Workspace
 from demo import finale, world
 from demo.clock import Clock
+from demo.graph import link_work
 from demo.simulation import Simulation
 from demo.state import Worker
 
@@ -65,4 +66,5 @@ def seed(*, agents: int, days: int, seed: int) -> Workspace:
     recent = finale.crash(sim, sim.workers[-1], "core", recent_moment)
     finale.crew_at_work(sim, earlier=earlier, recent=recent)
     finale.ensure_every_status(sim)
+    link_work(workspace)  # chains and an epic: the fleet takes each chain in order
     return workspace
