@@ -22,8 +22,6 @@ class LinkInline(admin.TabularInline):
     model = m.IssueLink
     extra = 0
     can_delete = False
-    fields: list[str] = []
-    readonly_fields: list[str] = []
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

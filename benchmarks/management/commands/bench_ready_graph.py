@@ -170,7 +170,11 @@ class Command(BaseCommand):
         for _ in range(repeat):
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
-                queue = ready_issues(workspace, **flags)
+                queue = ready_issues(
+                    workspace,
+                    avoid_collisions=flags.get("avoid_collisions", True),
+                    free=flags.get("free", False),
+                )
                 count = queue.count()
                 page = queue[0 : min(PAGE, count)]
                 timings.append((time.perf_counter() - started) * 1000)
