@@ -77,6 +77,8 @@ class RunFigures:
     statements: dict[str, int] = field(default_factory=dict)  # direct: sent, per kind
     reconnects: int = 0
     failures: list[str] = field(default_factory=list)
+    # The server's CPU (all gunicorn's processes) per request sent: api runs only.
+    server_cpu_ms: float | None = None
 
     @property
     def ops_per_second(self) -> float:
@@ -88,6 +90,10 @@ class RunFigures:
         for counts in self.outcomes.values():
             total.update(counts)
         return total
+
+    @property
+    def requests_sent(self) -> int:
+        return sum(latency.count for latency in self.requests.values())
 
     @property
     def statements_per_op(self) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 
 from benchmarks.delivery import LATENCY_SOURCE, DeliveryFigures
 from benchmarks.fleet import Latency, RunFigures
+from benchmarks.reference import ReferenceCall
 
 # Which per-request statement counts belong to a request kind of a scenario.
 STATEMENT_KINDS = {
@@ -72,6 +73,7 @@ class BenchReport:
     throttle_off: dict[str, RunFigures] = field(default_factory=dict)
     growth: list[GrowthReport] = field(default_factory=list)
     events: DeliveryFigures | None = None
+    reference: list[ReferenceCall] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     def scenario(self, name: str) -> ScenarioReport | None:
@@ -108,6 +110,7 @@ COLUMNS = (
     ("p99 ms", 8, ">"),
     ("statuses", 36, "<"),
     ("stmts/op", 8, ">"),
+    ("CPU ms/req", 10, ">"),
     ("direct ops/s", 12, ">"),
     ("API÷direct", 10, ">"),
 )
@@ -133,6 +136,7 @@ def scenario_lines(row: ScenarioReport, statement_counts: dict[str, int]) -> lis
             *latency_cells(api.op_latency),
             statuses(api.statuses),
             count(row.statements_per_op),
+            number(api.server_cpu_ms, 2),
             number(row.direct.ops_per_second) if row.direct else "n/a",
             number(row.api_over_direct, 2) if row.direct else "n/a",
         )
@@ -148,6 +152,7 @@ def scenario_lines(row: ScenarioReport, statement_counts: dict[str, int]) -> lis
                     *latency_cells(latency),
                     statuses(api.outcomes.get(kind, Counter())),
                     count(statements),
+                    "",
                     "",
                     "",
                 )
@@ -168,7 +173,10 @@ def render(report: BenchReport) -> str:
     main = [row for row in report.scenarios if row.name != "files-1"]
     for row in main:
         out.extend(scenario_lines(row, report.statements))
-    out.append("(latency: per op; a lease/files op is a claim and its release, shown below it)")
+    out.append(
+        "(latency: per op; a lease/files op is a claim and its release, shown below it;"
+        " CPU: all of gunicorn's processes, per request sent)"
+    )
     if report.events:
         out += ["", *delivery_lines(report.events)]
     if report.throttle_off:
@@ -186,6 +194,8 @@ def render(report: BenchReport) -> str:
                 f" {number(ratio(on_rate, ceiling), 2)})   off {number(off.ops_per_second):>7}"
                 f" ops/s (÷direct {number(ratio(off.ops_per_second, ceiling), 2)})"
                 f"   on÷off {number(ratio(on_rate, off.ops_per_second), 2)}"
+                f"   CPU/req on {number(on.api.server_cpu_ms if on else None, 2)}"
+                f" off {number(off.server_cpu_ms, 2)} ms"
             )
     if report.growth:
         files = report.scenario("files")
@@ -202,6 +212,7 @@ def render(report: BenchReport) -> str:
                 f"  p50 {p50} p95 {p95} p99 {p99} ms  ×{number(growth.ratio_to_empty, 2)}"
                 f"  direct {number(growth.direct.ops_per_second if growth.direct else None)}"
                 f" ops/s, API÷direct {number(growth.api_over_direct, 2)}"
+                f"  CPU {number(api.server_cpu_ms, 2)} ms/req"
             )
     alone = report.scenario("files-1")
     if alone:
@@ -216,9 +227,23 @@ def render(report: BenchReport) -> str:
             f" direct {number(alone.direct.ops_per_second if alone.direct else None)} ops/s,"
             f" API÷direct {number(alone.api_over_direct, 2)}",
         ]
+    if report.reference:
+        out += ["", *reference_lines(report.reference)]
     if report.failures:
         out += ["", f"FAILURES ({len(report.failures)}):", *(f"  {f}" for f in report.failures)]
     return "\n".join(out)
+
+
+def reference_lines(calls: list[ReferenceCall]) -> list[str]:
+    return [
+        "Reference calls (gunicorn 1 worker × 1 thread, one kept-alive client, calls one"
+        " after another; the server's CPU per call):",
+        *(
+            f"  {call.name:<20} CPU {number(call.cpu_ms, 2):>6} ms   wall"
+            f" {number(call.wall_ms, 2):>6} ms   ({call.repetitions:,} calls)"
+            for call in calls
+        ),
+    ]
 
 
 def delivery_lines(events: DeliveryFigures) -> list[str]:
@@ -290,6 +315,9 @@ def figures_json(figures: RunFigures) -> dict[str, Any]:
             round(figures.statements_per_op, 2) if figures.mode == "direct" else None
         ),
         "reconnects": figures.reconnects,
+        "server_cpu_ms_per_request": (
+            round(figures.server_cpu_ms, 4) if figures.server_cpu_ms is not None else None
+        ),
         "failures": figures.failures,
     }
 
@@ -337,6 +365,14 @@ def as_json(report: BenchReport) -> dict[str, Any]:
         "throttle": throttle,
         "growth": growth,
         "events": delivery_json(report.events) if report.events else None,
+        "reference_calls": {
+            call.name: {
+                "calls": call.repetitions,
+                "server_cpu_ms": round(call.cpu_ms, 4) if call.cpu_ms is not None else None,
+                "wall_ms": round(call.wall_ms, 4),
+            }
+            for call in report.reference
+        },
         "failures": report.failures,
     }
 

@@ -5,7 +5,7 @@ the agent command).
 
 Its interface, kept stable for those callers:
 
-- ``gunicorn(env=..., workers=..., threads=..., log_path=...)``: a context manager that
+- ``gunicorn(env=..., workers=..., threads=..., log_path=..., app=...)``: a context manager that
   starts the server, waits until every worker is up and one answers, yields a
   ``Server`` and stops it (gracefully, else by killing its process group) on exit;
 - ``Server``: ``host``, ``port``, ``log_path``, ``workers``, ``threads``, ``process``;
@@ -175,12 +175,14 @@ def gunicorn(
     workers: int = DEFAULT_WORKERS,
     threads: int = DEFAULT_THREADS,
     log_path: Path | None = None,
+    app: str = "projektor.wsgi",
 ) -> Iterator[Server]:
     """Start gunicorn with ``env`` (see ``app_environment``), wait until all its
     workers are up and one answers, and stop it on exit. The log goes to
     ``log_path``, else to a temporary file removed at the end. gunicorn reads the
     repository's gunicorn.conf.py (multiprocess metrics, the start checks); the
-    flags below win over its settings."""
+    flags below win over its settings. ``app`` is the WSGI module gunicorn serves
+    (the bench's profiled one under ``--profile``)."""
     collect_static_files()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -197,7 +199,7 @@ def gunicorn(
         sys.executable,
         "-m",
         "gunicorn",
-        "projektor.wsgi",
+        app,
         f"--bind=fd://{listener.fileno()}",
         "--worker-class=gthread",
         f"--workers={workers}",

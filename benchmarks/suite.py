@@ -12,7 +12,8 @@
    history is loaded, again with the active file claims beside it, and ``files``
    and ``directories`` once the active directory claims are loaded too, each beside
    its direct run on the same data.
-4. The workspace is deleted, whatever happened.
+4. ``reference``: the reference calls, one worker with one thread (benchmarks.reference).
+5. The workspace is deleted, whatever happened.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -31,7 +33,7 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.db import connection
 from django.test import override_settings
 
-from benchmarks import agent, delivery, direct, load
+from benchmarks import agent, cpu, delivery, direct, load, reference
 from benchmarks.environment import (
     check_direct_columns,
     direct_target,
@@ -57,7 +59,7 @@ from benchmarks.statements import count_statements, statements_per_op
 from benchmarks.workload import SCENARIOS, AgentPlan
 from coordination.services import rate_limits
 
-EXTRAS = ("files-1", "events", "throttle-off", "growth")
+EXTRAS = ("files-1", "events", "throttle-off", "growth", "reference")
 CHOICES = SCENARIOS + EXTRAS
 DEFAULT_AGENTS = 16
 DEFAULT_SECONDS = 8.0
@@ -77,6 +79,7 @@ class BenchOptions:
     selected: tuple[str, ...]
     quick: bool
     volumes: load.Volumes
+    profile_dir: Path | None = None  # a pyinstrument profile of each API run, there
 
 
 class Bench:
@@ -129,6 +132,14 @@ class Bench:
                         self.events_run()
                     if self.wants("growth"):
                         self.growth_runs()
+            if self.wants("reference"):
+                repetitions = reference.QUICK_REPETITIONS if options.quick else None
+                self.report.reference = reference.run(
+                    self.require_bench(),
+                    repetitions or reference.DEFAULT_REPETITIONS,
+                    self.progress,
+                    options.profile_dir,
+                )
         finally:
             self.progress("Deleting the bench workspace")
             load.drop(self.bench)
@@ -320,7 +331,12 @@ class Bench:
         load.settle()
         if before:
             before()
+        cpu_before = cpu.server_cpu_seconds(server)
         figures = run_fleet(agent.main, target, plans, mode="api")
+        cpu_after = cpu.server_cpu_seconds(server)
+        figures.server_cpu_ms = cpu.per_request_ms(cpu_before, cpu_after, figures.requests_sent)
+        if self.options.profile_dir:
+            cpu.collect_profiles(server, self.options.profile_dir, name)
         self.record(name, figures)
         if figures.failures:
             self.report.failures.append(f"{name} api: gunicorn log:\n{server.log_tail()}")
@@ -368,6 +384,7 @@ class Bench:
             f"  {name:<24} {figures.mode:<6} {agents:>9}"
             f" {figures.ops_per_second:>9,.1f} ops/s  p50 {latency.p50:.1f} ms"
             f"  p99 {latency.p99:.1f} ms"
+            + (f"  {figures.server_cpu_ms:.2f} ms CPU/req" if figures.server_cpu_ms else "")
             + (f"  FAILED: {'; '.join(figures.failures)[:300]}" if figures.failures else "")
         )
         self.report.failures.extend(f"{name} {figures.mode}: {f}" for f in figures.failures)
@@ -381,10 +398,15 @@ class Bench:
             f"Starting gunicorn ({self.options.workers} workers × {self.options.threads}"
             f" threads, key throttle {throttle_key})"
         )
+        profile_dir = self.options.profile_dir
         with gunicorn(
-            env=server_environment(throttle_key),
+            env={
+                **server_environment(throttle_key),
+                **({cpu.PROFILE_DIR_VARIABLE: str(profile_dir)} if profile_dir else {}),
+            },
             workers=self.options.workers,
             threads=self.options.threads,
+            app=cpu.PROFILED_APP if profile_dir else "projektor.wsgi",
         ) as server:
             self.server = server
             try:

@@ -180,3 +180,48 @@ def test_quick_events_scenario_delivers_every_event_to_every_waiter(
     assert events["table_events"] >= 2 * row["api"]["ops"] + 1
     assert events["seen_per_waiter"] == {"0": events["table_events"], "1": events["table_events"]}
     assert events["statuses"] == {"200": events["polls"]}
+
+
+def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
+    scratch_database: str, tmp_path: Path
+):
+    """The server's CPU per request beside each API run, the reference calls (one
+    worker, one thread), and with ``--profile`` a pyinstrument profile of each worker
+    under each run. The figures' values are not checked, only that they are there."""
+    migrated = manage("migrate", "-v0", database_url=scratch_database)
+    assert migrated.returncode == 0, failed(migrated)
+    figures_file, profiles = tmp_path / "bench.json", tmp_path / "profiles"
+
+    result = manage(
+        "bench",
+        "--quick",
+        "--scenarios",
+        "heartbeat,reference",
+        "--workers",
+        "1",
+        "--profile",
+        str(profiles),
+        "--json",
+        str(figures_file),
+        database_url=scratch_database,
+    )
+
+    assert result.returncode == 0, failed(result)
+    header = next(line for line in result.stdout.splitlines() if line.startswith("scenario"))
+    assert "CPU ms/req" in header
+    assert "Reference calls (gunicorn 1 worker × 1 thread" in result.stdout
+    for call in ("healthz", "heartbeat", "claim 10 + release"):
+        assert any(line.startswith(f"  {call} ") for line in result.stdout.splitlines()), call
+    figures = json.loads(figures_file.read_text())
+    assert figures["failures"] == []
+    assert "server_cpu_ms_per_request" in figures["scenarios"]["heartbeat"]["api"]
+    assert set(figures["reference_calls"]) == {"healthz", "heartbeat", "claim 10 + release"}
+    for call in figures["reference_calls"].values():
+        assert set(call) == {"calls", "server_cpu_ms", "wall_ms"}
+    written = sorted(path.name.split(".worker-")[0] for path in profiles.glob("*.html"))
+    assert written == [
+        "heartbeat",
+        "reference-claim-10-release",
+        "reference-healthz",
+        "reference-heartbeat",
+    ]

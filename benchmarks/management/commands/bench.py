@@ -5,7 +5,10 @@ throw-away workspace, and drives it from separate client processes (one kept-ali
 HTTP connection and one live session each) through the scenarios; then issues the
 same transactions straight to the database from as many processes. Prints ops/s,
 latency percentiles, statuses and statements per op beside the direct figures, the
-cost of the rate-limit counter, growth with a large history and one agent alone.
+cost of the rate-limit counter, growth with a large history and one agent alone; the
+server's CPU per request of each API run and of the reference calls (one worker, one
+thread, one client: ``/healthz``, a heartbeat, claiming ten paths and releasing them).
+``--profile DIR`` writes a pyinstrument profile of the workers under each run.
 Any 5xx, connection error or unexpected answer fails the command (after the table).
 The logic lives in ``benchmarks``; ``suite`` says in which order.
 """
@@ -72,6 +75,13 @@ class Command(BaseCommand):
             help=f"{suite.QUICK_SECONDS:g} s runs, {suite.QUICK_AGENTS} agents, volumes ÷100",
         )
         parser.add_argument("--json", type=Path, help="also write every figure to this file")
+        parser.add_argument(
+            "--profile",
+            type=Path,
+            metavar="DIR",
+            help="write a pyinstrument profile of each gunicorn worker under each API run"
+            " and reference call to DIR (<run>.worker-<pid>.html)",
+        )
 
     started = 0.0  # time.monotonic() when the command began
 
@@ -86,6 +96,10 @@ class Command(BaseCommand):
         if unknown or not selected:
             raise CommandError(f"Unknown scenarios {unknown}; choose from {list(suite.CHOICES)}")
         quick = options["quick"]
+        profile_dir = options["profile"]
+        if profile_dir:
+            profile_dir = profile_dir.resolve()
+            profile_dir.mkdir(parents=True, exist_ok=True)
         volumes = Volumes()
         bench_options = suite.BenchOptions(
             agents=options["agents"] or (suite.QUICK_AGENTS if quick else suite.DEFAULT_AGENTS),
@@ -95,6 +109,7 @@ class Command(BaseCommand):
             selected=selected,
             quick=quick,
             volumes=volumes.scaled_down(suite.QUICK_DIVISOR) if quick else volumes,
+            profile_dir=profile_dir,
         )
         try:
             result = suite.Bench(bench_options, progress=self.progress).run()

@@ -1,0 +1,143 @@
+"""The reference calls: what one call costs the server, measured the same way each
+time so that figures compare across commits and databases.
+
+One gunicorn worker with one thread; one client on one kept-alive connection sending
+the calls one after another; the server's CPU (``benchmarks.cpu``) read before and
+after, divided by the calls. Three calls: ``GET /healthz`` (no database: the request
+path alone), a session's heartbeat, and a cycle of claiming ten paths and releasing
+them (two requests, counted as one cycle). Each is warmed up first (connections,
+caches, the first query of each kind), then timed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks import load
+from benchmarks.agent import API, REQUEST_TIMEOUT_SECONDS
+from benchmarks.cpu import (
+    PROFILE_DIR_VARIABLE,
+    PROFILED_APP,
+    collect_profiles,
+    per_request_ms,
+    server_cpu_seconds,
+)
+from benchmarks.server import THROTTLE_NEVER_REFUSES, Server, gunicorn, server_environment
+
+CALLS = ("healthz", "heartbeat", "claim 10 + release")
+DEFAULT_REPETITIONS = 2000
+QUICK_REPETITIONS = 200
+WARM_UP_FRACTION = 10
+CLAIMED_PATHS = tuple(f"src/reference/module{n}.py" for n in range(10))
+
+
+@dataclass(frozen=True)
+class ReferenceCall:
+    name: str
+    repetitions: int  # calls, or cycles of claim + release
+    cpu_ms: float | None  # the server's CPU per call
+    wall_ms: float  # the client's wall time per call
+
+
+class Client:
+    """One kept-alive connection; every answer must be the expected status."""
+
+    def __init__(self, server: Server, raw_key: str) -> None:
+        self.connection = http.client.HTTPConnection(
+            server.host, server.port, timeout=REQUEST_TIMEOUT_SECONDS
+        )
+        self.headers = {
+            "Authorization": f"Bearer {raw_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+
+    def call(self, method: str, path: str, payload: Any = None, *, expect: int = 200) -> Any:
+        body = json.dumps(payload).encode() if payload is not None else None
+        self.connection.request(method, path, body=body, headers=self.headers)
+        response = self.connection.getresponse()
+        data = response.read()
+        if response.status != expect:
+            raise RuntimeError(f"{method} {path}: {response.status} {data[:300]!r}")
+        return json.loads(data) if data else None
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def run(
+    bench: load.BenchWorkspace,
+    repetitions: int,
+    progress: Callable[[str], None],
+    profile_dir: Path | None = None,
+) -> list[ReferenceCall]:
+    overrides = {PROFILE_DIR_VARIABLE: str(profile_dir)} if profile_dir else {}
+    environment = {**server_environment(THROTTLE_NEVER_REFUSES), **overrides}
+    app = PROFILED_APP if profile_dir else "projektor.wsgi"
+    progress("Reference calls: gunicorn 1 worker × 1 thread, one kept-alive client")
+    with (
+        gunicorn(env=environment, workers=1, threads=1, app=app) as server,
+        session(server, bench) as (client, session_id),
+    ):
+        calls = {
+            "healthz": lambda: client.call("GET", "/healthz"),
+            "heartbeat": lambda: client.call("POST", f"{API}/sessions/{session_id}/heartbeat/"),
+            "claim 10 + release": lambda: claim_and_release(client, bench, session_id),
+        }
+        figures = []
+        for name in CALLS:
+            figures.append(measure(server, name, calls[name], repetitions))
+            progress(
+                f"  {name:<24} {number(figures[-1].cpu_ms)} ms CPU,"
+                f" {figures[-1].wall_ms:.2f} ms wall per call"
+            )
+            if profile_dir:
+                collect_profiles(server, profile_dir, f"reference {name}")
+    return figures
+
+
+@contextmanager
+def session(server: Server, bench: load.BenchWorkspace) -> Iterator[tuple[Client, int]]:
+    client = Client(server, bench.raw_key)
+    try:
+        agent = {"agent": bench.agents[0].name}
+        opened = client.call("POST", f"{API}/sessions/", agent, expect=201)
+        try:
+            yield client, int(opened["id"])
+        finally:
+            client.call("POST", f"{API}/sessions/{opened['id']}/end/")
+    finally:
+        client.close()
+
+
+def claim_and_release(client: Client, bench: load.BenchWorkspace, session_id: int) -> None:
+    issue = bench.files_issues[0]
+    claim = {"issue": issue, "session": session_id, "paths": list(CLAIMED_PATHS)}
+    client.call("POST", f"{API}/file-claims/", claim, expect=201)
+    client.call("POST", f"{API}/file-claims/release/", {"issue": issue, "session": session_id})
+
+
+def measure(server: Server, name: str, call: Callable[[], Any], repetitions: int) -> ReferenceCall:
+    for _ in range(max(1, repetitions // WARM_UP_FRACTION)):
+        call()
+    before, started = server_cpu_seconds(server), time.perf_counter()
+    for _ in range(repetitions):
+        call()
+    wall, after = time.perf_counter() - started, server_cpu_seconds(server)
+    return ReferenceCall(
+        name=name,
+        repetitions=repetitions,
+        cpu_ms=per_request_ms(before, after, repetitions),
+        wall_ms=wall * 1000 / repetitions,
+    )
+
+
+def number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
