@@ -31,7 +31,7 @@ def age_out(lease_ids) -> None:
 def test_many_claimers_of_an_aged_out_lease_exactly_one_wins(
     workspace, project, make_issue, make_session
 ):
-    Project.objects.filter(pk=project.pk).update(max_lease_age_seconds=3600)
+    Project.objects.filter(pk=project.pk).update(max_lease_age_seconds=3600, agent_wip_limit=1000)
     sessions = [make_session(f"agent-{n}") for n in range(THREADS)]
     holder = make_session("holder")
     for round_number in range(5):

@@ -31,6 +31,7 @@ ALERTS = {
     "ProjektorDown",
     "ProjektorNotReady",
     "ProjektorNoLiveAgents",
+    "ProjektorAgentsStalled",
     "ProjektorProjectAtWipCap",
     "ProjektorConflictRateHigh",
     "ProjektorWebhookDeliveriesFailing",
@@ -148,6 +149,7 @@ def test_prometheus_scrapes_the_true_fleet_and_requests(
             alert["labels"]["alertname"] for alert in api(port, "/api/v1/alerts")["data"]["alerts"]
         }
         assert "ProjektorNoLiveAgents" not in firing and "ProjektorDown" not in firing
+        assert scalar(port, 'projektor_stalled_sessions{workspace="acme"}') == 0
     finally:
         prometheus.terminate()
         try:
