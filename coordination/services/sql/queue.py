@@ -58,11 +58,12 @@ class Queue:
 
 def queue_filter(d: Dialect, queue: Queue) -> Statement:
     """The issues of the queue: without a live lease (invariant 2: a dead holder's
-    issue is free again), of its project if it names one, ready and not blocked
+    issue is free again, and so is an aged-out lease's, invariant 17), of its project if it names one, ready and not blocked
     (invariant 16), or open; with ``free``, colliding with no live claim."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
-        f" WHERE held.issue_id = i.id AND held.released_at IS NULL AND {d.live('hs')}"
+        f" WHERE held.issue_id = i.id AND held.released_at IS NULL"
+        f" AND {d.lease_live('held', 'hs')}"
     )
     where = f"i.workspace_id = %s AND NOT EXISTS ({live_lease})"
     params: list[object] = [queue.workspace_id]
@@ -137,7 +138,7 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
         columns(WORKTREE, "wt"),
         columns(AGENT, "a"),
         columns(LEASE, "l"),
-        d.live("ls"),
+        f"({d.live('ls')} AND {d.young('l')})",
         columns(AGENT, "la"),
         links_json(d, "i"),
         paths_json(d, "i"),

@@ -170,3 +170,12 @@ def test_release_reason_max_age_is_listed(api, workspace, capped, issue, make_se
     leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=make_session("b").pk)
     listed = api.get(f"{V1}/leases/?release_reason=max_age").json()
     assert [row["id"] for row in listed["results"]] == [old.pk]
+
+
+def test_an_aged_out_leases_issue_is_ready_again(api, workspace, capped, make_issue, make_session):
+    issue = make_issue(status="todo")
+    lease = claim_lease(workspace, issue, make_session())
+    assert api.get(f"{V1}/issues/ready/").json()["results"] == []
+    age_out(lease)
+    [shown] = api.get(f"{V1}/issues/ready/").json()["results"]
+    assert shown["id"] == issue.pk
