@@ -58,8 +58,9 @@ class Queue:
 
 def queue_filter(d: Dialect, queue: Queue) -> Statement:
     """The issues of the queue: without a live lease (invariant 2: a dead holder's
-    issue is free again, and so is an aged-out lease's, invariant 17), of its project if it names one, ready and not blocked
-    (invariant 16), or open; with ``free``, colliding with no live claim."""
+    issue is free again, and so is an aged-out lease's, invariant 17), of its project
+    if it names one, ready and not blocked (invariant 16), or open; with ``free``,
+    colliding with no live claim."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
         f" WHERE held.issue_id = i.id AND held.released_at IS NULL"
