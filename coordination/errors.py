@@ -91,6 +91,21 @@ class StaleFence(Conflict):
     default_detail = "That fence is not the current holder's; nothing was changed."
 
 
+class Blocked(Conflict):
+    """The issue has an unresolved blocker (invariant 16): not started, not moved to
+    in_progress."""
+
+    code = "blocked"
+    default_detail = "The issue has unresolved blockers; finish or cancel them first."
+
+
+class DependencyCycle(Conflict):
+    """A ``blocks`` or ``parent_of`` link that would close a cycle (invariant 16)."""
+
+    code = "dependency_cycle"
+    default_detail = "That link would close a cycle."
+
+
 class WorktreeUnresolved(CoordinationError):
     code = "worktree_unresolved"
     status = 422

@@ -172,7 +172,7 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         request=s.TransitionInput,
         responses={
             200: s.IssueSerializer,
-            **r.errors(r.HUMAN_GATE, r.NOT_ALLOWED, r.NOT_READY, r.NO_REPORT),
+            **r.errors(r.HUMAN_GATE, r.NOT_ALLOWED, r.NOT_READY, r.NO_REPORT, r.BLOCKED),
         },
         examples=[
             x.sent("to review, with a report", {"to": "in_review", "report": x.REPORT}),

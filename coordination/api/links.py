@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from coordination.api.auth import workspace_of
 from coordination.api.base import parse
 from coordination.api.reference import examples as x
+from coordination.api.reference import refusals as r
 from coordination.api.serializers.links import LinkInput, LinkSerializer
 from coordination.errors import NotFound
 from coordination.models import MAX_ID
@@ -38,6 +39,7 @@ class IssueLinksView(APIView):
         responses={
             201: LinkSerializer,
             200: OpenApiResponse(LinkSerializer, description="The link exists already."),
+            **r.errors(r.DEPENDENCY_CYCLE),
         },
         examples=[
             x.sent("this issue blocks issue 15", {"type": "blocks", "target": 15}),

@@ -37,6 +37,7 @@ class StartWorkView(APIView):
             201: StartedSerializer,
             **r.errors(
                 r.ISSUE_NOT_FOUND,
+                r.BLOCKED,
                 r.LEASE_HELD,
                 r.WIP_LIMIT_REACHED,
                 r.FILE_CONFLICT,

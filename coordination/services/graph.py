@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError
 from django.db.models import F
 
-from coordination.errors import Conflict, InvalidInput, NotFound
+from coordination.errors import Blocked, DependencyCycle, InvalidInput, NotFound
 from coordination.models import (
     ORDERED_TYPES,
     EventType,
@@ -46,16 +46,6 @@ from coordination.services.rows import dialect, fetchone
 GRAPH_LOCK = 0x504752
 
 RESOLVED = Issue.CLOSED_STATUSES
-
-
-class Blocked(Conflict):
-    code = "blocked"
-    default_detail = "The issue has unresolved blockers; finish or cancel them first."
-
-
-class DependencyCycle(Conflict):
-    code = "dependency_cycle"
-    default_detail = "That link would close a cycle."
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,27 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
     },
     "stale_fence": {"fence": {"type": "integer"}, "current_fence": NULLABLE_INT},
     "worktree_unresolved": {"run": {"type": "integer", "description": "This run, `skipped`."}},
+    "blocked": {
+        "blocked_by": {
+            "type": "array",
+            "description": "The issue's unresolved blockers.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "title": {"type": "string"},
+                    "status": {"type": "string"},
+                },
+            },
+        }
+    },
+    "dependency_cycle": {
+        "cycle": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "The issues of the cycle the link would close, from its source.",
+        }
+    },
 }
 
 
@@ -275,6 +296,18 @@ HUMAN_GATE = refusal(
     "an API key at a human gate: only a person moves an issue from `in_review` to `done`",
     "Only a person can move an issue from in_review to done.",
     variant="human_gate",
+)
+BLOCKED = refusal(
+    e.Blocked,
+    "the issue has an unresolved blocker (invariant 16); `blocked_by` names each",
+    "Issue 15 is blocked by #7; it cannot be started until they are done or cancelled.",
+    blocked_by=[{"id": 7, "title": "Retry failed webhook deliveries", "status": "in_progress"}],
+)
+DEPENDENCY_CYCLE = refusal(
+    e.DependencyCycle,
+    "the link would close a cycle of its type (invariant 16); `cycle` names it",
+    "Issue 15 blocks issue 7 would close the cycle #15 → #7 → #15.",
+    cycle=[15, 7],
 )
 ISSUE_NOT_FOUND = refusal(
     e.NotFound,

@@ -41,7 +41,8 @@ CONFLICTS = {
         "invalid_transition",
     },
     "POST /api/v1/issues/{id}/release/": {"lease_not_held", "stale_fence"},
-    "POST /api/v1/issues/{id}/transition/": {"invalid_transition"},
+    "POST /api/v1/issues/{id}/transition/": {"invalid_transition", "blocked"},
+    "POST /api/v1/issues/{id}/links/": {"dependency_cycle"},
     "POST /api/v1/issues/": {"invalid_transition"},  # a status past todo, or not ready
     "POST /api/v1/sessions/{id}/heartbeat/": {"session_ended"},
     "POST /api/v1/sessions/{id}/progress/": {"session_ended"},
@@ -60,6 +61,7 @@ CONFLICTS = {
     },
     "POST /api/v1/runs/{id}/finish/": {"run_not_running", "stale_fence"},
     "POST /api/v1/work/start/": {
+        "blocked",
         "lease_held",
         "wip_limit_reached",
         "file_conflict",
