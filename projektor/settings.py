@@ -263,8 +263,9 @@ REST_FRAMEWORK = {
         "coordination.api.auth.WorkspaceMember",
         "coordination.api.access.KeyAccess",
     ],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # orjson behind DRF's JSON renderer and parser, byte for byte (coordination/api/renderers.py).
+    "DEFAULT_PARSER_CLASSES": ["coordination.api.renderers.FastJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["coordination.api.renderers.FastJSONRenderer"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,

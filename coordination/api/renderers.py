@@ -1,0 +1,86 @@
+"""JSON in and out of the API through orjson, byte for byte what DRF's own JSON
+renderer and parser give.
+
+The request path spends more on encoding and decoding than its small bodies warrant;
+orjson does the same work in C. What keeps the bytes identical:
+
+- datetimes, dates and times go through DRF's encoder (``OPT_PASSTHROUGH_DATETIME``):
+  ISO 8601 with ``Z`` and milliseconds, as DRF writes them; decimals, lazy strings,
+  sets and querysets likewise (orjson calls ``default`` for what it does not know);
+  dataclasses too (``OPT_PASSTHROUGH_DATACLASS``), which DRF's encoder refuses;
+- U+2028 and U+2029 escaped as DRF escapes them;
+- a body with a number that has a fraction or an exponent is written by DRF: orjson
+  writes some floats differently from Python (``1e-7``, ``0.00001``); the check is a
+  scan of the bytes, and a string that merely looks like one costs only the slow path;
+- anything orjson refuses (keys that are not strings, integers beyond 64 bits, an
+  indented answer, a non-UTF-8 body, a document it cannot parse) goes to DRF's
+  renderer or parser itself, so an error reads exactly as before.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+from collections.abc import Mapping
+from typing import IO, Any
+
+import orjson
+from django.conf import settings
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+
+ENCODE_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+LINE_SEPARATOR, PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
+UTF_8 = codecs.lookup("utf-8").name
+# A number with a fraction or an exponent: after a colon, comma or bracket, digits
+# then "." or "e" (orjson writes no spaces, so no other form reaches here).
+FLOAT = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.e]")
+
+
+class FastJSONRenderer(JSONRenderer):
+    """DRF's ``JSONRenderer`` (compact, not ASCII-only: DRF's defaults), through orjson."""
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        context = renderer_context or {}
+        if (
+            data is None
+            or not self.compact
+            or self.ensure_ascii
+            or self.get_indent(accepted_media_type or "", context) is not None
+        ):
+            return super().render(data, accepted_media_type, renderer_context)
+        try:
+            body = orjson.dumps(data, default=self.encoder_class().default, option=ENCODE_OPTIONS)
+        except orjson.JSONEncodeError:
+            return super().render(data, accepted_media_type, renderer_context)
+        if FLOAT.search(body):
+            return super().render(data, accepted_media_type, renderer_context)
+        if LINE_SEPARATOR in body or PARAGRAPH_SEPARATOR in body:
+            body = body.replace(LINE_SEPARATOR, b"\\u2028").replace(PARAGRAPH_SEPARATOR, b"\\u2029")
+        return body
+
+
+class FastJSONParser(JSONParser):
+    """DRF's ``JSONParser`` through orjson; DRF's own parser for anything orjson
+    refuses, so that a malformed body is answered with DRF's message."""
+
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
+        if codecs.lookup(encoding).name != UTF_8:
+            return super().parse(stream, media_type, parser_context)
+        raw = stream.read()
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return super().parse(io.BytesIO(raw), media_type, parser_context)
