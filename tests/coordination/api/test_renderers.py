@@ -34,7 +34,7 @@ DOCUMENTS = [
     {"day": dt.date(2026, 12, 4), "time": dt.time(19, 0, 1, 5000)},
     {"span": dt.timedelta(seconds=90.5)},
     {"decimal": decimal.Decimal("12.50"), "uuid": uuid.UUID(int=0x1234567890ABCDEF)},
-    {"separators": "a\u2028b\u2029c", "controls": "\x00\x01\x1f\t\n\r\"\\/\x7f"},
+    {"separators": "a\u2028b\u2029c", "controls": '\x00\x01\x1f\t\n\r"\\/\x7f'},
     {"floats": [0.1, 1.5, -2.25, 1e-7, 123456.789], "big": 2**63 - 1},
     {"too big": 2**70, "tiny": -(2**70)},
     {1: "int key", "2": "str key"},
@@ -68,7 +68,7 @@ BODIES = [
     b'{"issue": 3, "session": 4, "paths": ["src/a.py", "src/b.py"]}',
     b'{"name": "\\u00fcber \xc3\xbc \\ud83d\\ude00", "n": -1.5e3, "x": null, "t": true}',
     b'{"dup": 1, "dup": 2}',
-    b'[1, 2, 18446744073709551616]',
+    b"[1, 2, 18446744073709551616]",
     b'{"lone surrogate": "\\ud800"}',
 ]
 
@@ -106,11 +106,12 @@ def test_a_body_in_another_charset_is_read_as_drf_reads_it():
     assert JSONParser().parse(io.BytesIO(body), None, context) == {"name": "über"}
 
 
-def test_the_api_answers_through_them(settings):
+def test_the_api_answers_through_them():
     from rest_framework.settings import api_settings
 
-    assert api_settings.DEFAULT_RENDERER_CLASSES == [FastJSONRenderer]
-    assert api_settings.DEFAULT_PARSER_CLASSES == [FastJSONParser]
+    renderers, parsers = api_settings.DEFAULT_RENDERER_CLASSES, api_settings.DEFAULT_PARSER_CLASSES
+    assert renderers == [FastJSONRenderer]
+    assert parsers == [FastJSONParser]
 
 
 @pytest.mark.parametrize(
