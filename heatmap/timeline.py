@@ -96,6 +96,20 @@ def taker(by: dict[str, Any] | None, links: Links) -> list[Part]:
     return [Part(" by "), agent_part(by.get("agent"), links, "a claimer without a session")]
 
 
+# How a link reads between its two issues ("#3 blocks #4").
+LINK_VERBS = {
+    "blocks": "blocks",
+    "parent_of": "is the parent of",
+    "relates_to": "relates to",
+    "discovered_from": "was discovered from",
+}
+
+
+def by_agent(event: Event, links: Links) -> list[Part]:
+    """ " by <agent>", or nothing when no agent made the change (a person's key)."""
+    return [Part(" by "), agent_part(event.agent.name, links)] if event.agent else []
+
+
 def describe(event: Event, story: IssueStory, links: Links) -> Entry:
     data: dict[str, Any] = event.data or {}
     actor = agent_part(event.agent.name if event.agent else None, links, "someone (no agent)")
@@ -168,6 +182,21 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
         message = story.messages.get(data.get("message"))  # type: ignore[arg-type]
         parts = [actor, Part(f" posted to {data.get('scope')}")]
         detail = message.body if message is not None else "(message deleted)"
+    elif kind in ("issue.linked", "issue.unlinked"):
+        parts = [
+            Part("Linked: " if kind == "issue.linked" else "Link removed: "),
+            issue_part(data.get("source"), "", links),
+            Part(f" {LINK_VERBS.get(str(data.get('type')), data.get('type'))} "),
+            issue_part(data.get("target"), "", links),
+            *by_agent(event, links),
+        ]
+    elif kind == "issue.unblocked":
+        resolved_by = data.get("resolved_by")
+        parts = (
+            [Part("Unblocked: "), issue_part(resolved_by, "", links), Part(" was resolved")]
+            if resolved_by
+            else [Part("Unblocked: its last blocking link was removed")]
+        )
     else:
         parts = [Part(kind), Part(" by "), actor]
     return Entry(at=event.occurred_at, kind=kind, parts=parts, detail=detail)

@@ -36,7 +36,8 @@ def test_the_board_marks_blocked_cards_and_held_expected_files(
 
     assert page.status_code == 200
     text = page.content.decode()
-    assert f'⛔ blocked by <a href="/workspaces/{workspace.slug}/issues/{blocker.pk}/"' in text
+    blocker_url = f"/workspaces/{workspace.slug}/issues/{blocker.pk}/"
+    assert f'<span class="tag bad">blocked</span> by <a href="{blocker_url}"' in text
     assert "expected files held" in text and "<code>src/models/</code>" in text
     assert "atlas" in text
 
@@ -65,3 +66,23 @@ def test_the_issue_page_shows_its_place_in_the_graph(member, workspace, make_iss
     assert f"#{page_issue.pk} The page" in text  # what it blocks
     assert "1 of 1 done" in text and f"#{done_child.pk} Done child" in text
     assert "<code>src/api/</code>" in text
+
+
+def test_the_timeline_tells_the_links_and_the_unblocking(member, workspace, make_issue):
+    blocker = make_issue(title="The model", status=S.TODO)
+    issue = make_issue(title="The API", status=S.TODO)
+    linked = graph.link_issues(
+        workspace=workspace, source_id=blocker.pk, type="blocks", target_id=issue.pk
+    )
+    graph.unlink_issues(workspace=workspace, issue_id=issue.pk, link_id=linked.link.pk)
+
+    source_page = member.get(f"/workspaces/{workspace.slug}/issues/{blocker.pk}/")
+    target_page = member.get(f"/workspaces/{workspace.slug}/issues/{issue.pk}/")
+
+    source, target = source_page.content.decode(), target_page.content.decode()
+    blocker_link = f'<a href="/workspaces/{workspace.slug}/issues/{blocker.pk}/">#{blocker.pk}</a>'
+    issue_link = f'<a href="/workspaces/{workspace.slug}/issues/{issue.pk}/">#{issue.pk}</a>'
+    assert f"Linked: {blocker_link} blocks {issue_link}</span>" in source
+    assert f"Link removed: {blocker_link} blocks {issue_link}</span>" in source
+    assert "Unblocked: its last blocking link was removed" in target
+    assert "issue.linked by" not in source
