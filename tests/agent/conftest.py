@@ -67,8 +67,8 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLIN
 
 def fresh_database(tmp: Path) -> tuple[str, Callable[[], None]]:
     """A database of the server's own, migrated as a new deployment's is, and its
-    cleanup: a file on SQLite; on PostgreSQL, ``<name>_live`` beside the configured
-    database (so parallel runs with their own DATABASE_URL do not share it)."""
+    cleanup: a file on SQLite; on PostgreSQL, ``<name>_live_<pid>`` beside the configured
+    database (so parallel runs never share it)."""
     settings = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{tmp / 'live.sqlite3'}", lambda: None
@@ -82,7 +82,10 @@ def fresh_database(tmp: Path) -> tuple[str, Callable[[], None]]:
         "dbname": "postgres",
         "autocommit": True,
     }
-    name = f"{os.environ.get('DATABASE_URL', '').rsplit('/', 1)[-1] or 'projektor'}_live"
+    # Named after the configured database and this process: two suites at once (or one
+    # beside a killed run's leftovers) never drop each other's live database.
+    base = os.environ.get("DATABASE_URL", "").rsplit("/", 1)[-1] or "projektor"
+    name = f"{base}_live_{os.getpid()}"
 
     def drop() -> None:
         with psycopg.connect(**admin) as conn:
