@@ -74,10 +74,11 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         "taken first if the session lacks it, with the claim's own refusals (invariants "
         "2-4). Then the lock mode is resolved (invariant 10): `exclusive` on the issue's "
         "worktree, else, if the issue needs a filesystem, on the agent's, else on the "
-        "project's primary one; else `none`. One live run per worktree: a lock held by a "
-        "dead run is reclaimed `expired`. Both failures are recorded as runs: a busy "
-        "worktree keeps the lease and records the run `cancelled` (409), an unresolved one "
-        "releases the lease and records it `skipped` (422).",
+        "project's primary one; else `none`. With `primary_worktree: true`, exclusive on "
+        "the project's primary worktree (400 if it has none). One live run per worktree: a "
+        "lock held by a dead run is reclaimed `expired`. Both failures are recorded as "
+        "runs: a busy worktree keeps the lease and records the run `cancelled` (409), an "
+        "unresolved one releases the lease and records it `skipped` (422).",
         request=RunDispatchInput,
         responses={
             201: RunSerializer,
@@ -95,7 +96,10 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     def create(self, request: Request) -> Response:
         data = parse(RunDispatchInput, request)
         run = dispatch_run(
-            workspace=self.workspace, session_id=data["session"], issue_id=data["issue"]
+            workspace=self.workspace,
+            session_id=data["session"],
+            issue_id=data["issue"],
+            primary_worktree=data["primary_worktree"],
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 

@@ -29,17 +29,26 @@ from coordination.services.common import release_unreleased
 from coordination.services.worktrees import (
     ExclusiveLock,
     NoLock,
+    RunLock,
     WorktreeConfigurationError,
     acquire_worktree_lock,
     describe_holder,
     lock_fields,
+    primary_worktree_lock,
     resolve_run_lock,
     stale_lock_fence,
 )
 
 
-def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run:
+def dispatch_run(
+    *, workspace: Workspace, session_id: int, issue_id: int, primary_worktree: bool = False
+) -> Run:
     """Dispatch ``issue`` to a live session: lease, resolve, lock, record the run.
+
+    With ``primary_worktree`` the run locks the project's primary worktree whatever
+    the issue and the agent name: work on the main checkout, such as integrating the
+    issue's branch, one run at a time. A project without one is refused (400) before
+    anything changes.
 
     The lease is taken first if the session lacks it, with ``claim_issue``'s own
     errors; it runs outside this function's transactions because a WIP refusal
@@ -52,10 +61,20 @@ def dispatch_run(*, workspace: Workspace, session_id: int, issue_id: int) -> Run
     """
     issue = lookups.get_issue(workspace, issue_id)
     session = lookups.get_session(workspace, session_id)
+    if primary_worktree and issue.project.primary_worktree is None:
+        raise InvalidInput(
+            f"Project {issue.project.key!r} has no primary worktree: set one "
+            '(PATCH /projects/{id}/ "primary_worktree") to dispatch a run on it.',
+            field="primary_worktree",
+        )
     leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
     agent = session.agent
     try:
-        lock = resolve_run_lock(issue=issue, agent=agent)
+        lock: RunLock = (
+            primary_worktree_lock(issue=issue)
+            if primary_worktree
+            else resolve_run_lock(issue=issue, agent=agent)
+        )
     except WorktreeConfigurationError as error:
         run = record_unresolved(workspace=workspace, issue=issue, session=session, error=error)
         error.extra["run"] = run.pk

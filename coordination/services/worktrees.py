@@ -101,6 +101,13 @@ def resolve_run_lock(*, issue: Issue, agent: Agent) -> RunLock:
     )
 
 
+def primary_worktree_lock(*, issue: Issue) -> ExclusiveLock:
+    """Exclusive on the project's primary worktree (the caller checked it has one)."""
+    primary = issue.project.primary_worktree
+    assert primary is not None
+    return ExclusiveLock(worktree=_same_workspace(primary, issue=issue))
+
+
 def _same_workspace(worktree: Worktree, *, issue: Issue) -> Worktree:
     # Invariant 9: a foreign key set by hand (admin, import) must not lend another
     # tenant's checkout; treat it as a configuration error, not as a lock target.

@@ -9,6 +9,7 @@ from coordination.api.serializers.fields import (
     BlankAsNullChoiceField,
     FenceField,
     IdField,
+    StrictBooleanField,
     StrictCharField,
 )
 from coordination.models import Run, Worktree
@@ -41,6 +42,13 @@ class WorktreeSerializer(serializers.ModelSerializer):
 class RunDispatchInput(serializers.Serializer):
     session = IdField(help_text="The session that runs it; it must be live.")
     issue = IdField(help_text="The issue to run; its lease is taken if the session lacks it.")
+    primary_worktree = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Lock the project's primary worktree, whatever the issue and the agent "
+        "name: work on the main checkout, such as integrating the issue's branch (400 when "
+        "the project has none).",
+    )
 
 
 @extend_schema_serializer(

@@ -141,6 +141,31 @@ def test_dispatch_exclusive_run_is_201_with_the_worktree_slug(api, make_issue, m
     assert WorktreeLock.objects.get().run_id == response.json()["id"]
 
 
+def test_dispatch_on_the_primary_worktree_is_201_with_its_slug(
+    api, make_issue, make_session, project, tree
+):
+    project.primary_worktree = tree
+    project.save()
+    session = make_session("integrator")
+
+    response = post(
+        api, "/runs/", {"session": session.pk, "issue": make_issue().pk, "primary_worktree": True}
+    )
+
+    assert response.status_code == 201, response.content
+    assert (response.json()["lock_mode"], response.json()["worktree"]) == ("exclusive", "main")
+    assert WorktreeLock.objects.get().run_id == response.json()["id"]
+
+
+def test_dispatch_on_the_primary_worktree_without_one_is_400(api, issue, make_session):
+    body = {"session": make_session().pk, "issue": issue.pk, "primary_worktree": True}
+
+    error = assert_error(post(api, "/runs/", body), 400, "invalid")
+
+    assert error["field"] == "primary_worktree" and "no primary worktree" in error["detail"]
+    assert not Run.objects.exists() and not IssueLease.objects.exists()
+
+
 # --- dispatch: failure modes ----------------------------------------------------------
 
 
@@ -242,6 +267,8 @@ def test_dispatch_with_an_unknown_session_is_400(api, issue, other_workspace, ma
         {"session": 1, "issue": None},
         {"session": [1], "issue": 1},
         {"session": 1.5, "issue": 1},
+        {"session": 1, "issue": 1, "primary_worktree": "yes"},
+        {"session": 1, "issue": 1, "primary_worktree": None},
     ],
 )
 def test_bad_dispatch_body_is_400(api, workspace, body):

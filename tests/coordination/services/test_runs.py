@@ -97,6 +97,62 @@ def test_filesystem_run_locks_the_projects_primary(workspace, make_issue, make_s
     assert WorktreeLock.objects.get().worktree_id == primary.pk
 
 
+def test_primary_worktree_run_locks_it_beside_the_agents_own_run(
+    workspace, make_issue, coder, tree, project
+):
+    primary = Worktree.objects.create(workspace=workspace, slug="primary", name="Primary")
+    project.primary_worktree = primary
+    project.save()
+    issue = make_issue(requires_filesystem=True)
+    own = dispatch(workspace, coder, issue)
+
+    run = dispatch_run(
+        workspace=workspace, session_id=coder.pk, issue_id=issue.pk, primary_worktree=True
+    )
+
+    assert (own.worktree_id, run.lock_mode, run.worktree_id) == (tree.pk, "exclusive", primary.pk)
+    held = WorktreeLock.objects.filter(released_at__isnull=True)
+    assert sorted(held.values_list("worktree_id", flat=True)) == sorted([tree.pk, primary.pk])
+    assert IssueLease.objects.filter(issue=issue).count() == 1
+
+
+def test_primary_worktree_runs_of_two_issues_take_turns(
+    workspace, make_issue, make_session, project
+):
+    project.primary_worktree = Worktree.objects.create(workspace=workspace, slug="pr", name="P")
+    project.save()
+    a, b = make_session("a"), make_session("b")
+    first = dispatch_run(
+        workspace=workspace, session_id=a.pk, issue_id=make_issue().pk, primary_worktree=True
+    )
+    issue = make_issue()
+
+    with pytest.raises(WorktreeBusy) as raised:
+        dispatch_run(workspace=workspace, session_id=b.pk, issue_id=issue.pk, primary_worktree=True)
+
+    assert raised.value.extra["holder"]["run"] == first.pk
+    finish(workspace, first)
+    again = dispatch_run(
+        workspace=workspace, session_id=b.pk, issue_id=issue.pk, primary_worktree=True
+    )
+    assert again.worktree_id == project.primary_worktree_id
+
+
+def test_primary_worktree_run_without_one_is_refused_and_nothing_changes(
+    workspace, issue, make_session
+):
+    session = make_session()
+
+    with pytest.raises(InvalidInput) as raised:
+        dispatch_run(
+            workspace=workspace, session_id=session.pk, issue_id=issue.pk, primary_worktree=True
+        )
+
+    assert raised.value.extra["field"] == "primary_worktree"
+    assert "no primary worktree" in raised.value.detail
+    assert not Run.objects.exists() and not IssueLease.objects.exists()
+
+
 def test_dispatch_with_the_lease_already_held_reuses_it(workspace, issue, make_session):
     session = make_session()
     lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk).lease
