@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""The scripted agent: a stand-in for a coding agent, working one issue of a plan.
+
+    projektor run --loop --worktrees DIR [--hooks claude-code] -- \\
+        python demo/workbench/agent.py --plan PLAN [--coordinated]
+
+(or ``python -m demo.workbench.agent …``). It works the issue ``PROJEKTOR_ISSUE`` (or
+``--issue N``; a server id, or a plan key when the plan has no ids) of the plan file
+``--plan`` (or ``PROJEKTOR_WORKBENCH_PLAN``; written by ``repository.create``), in the
+current directory, a checkout of the generated repository:
+
+- it edits the issue's declared files, then its undeclared extra ones, a few seconds
+  apart (the issue's ``work_seconds`` spread between the edits: a long worker outlasts
+  the session TTL, which only its runner's heartbeats survive). Each edit inserts a
+  few lines naming the issue: in a hot file just above one of its marker lines (where
+  every change adds its entry, so two made apart conflict under a rebase), elsewhere
+  at a random line;
+- on its first attempt at an issue planned to crash, after ``crash_after`` edits it
+  exits 1 or SIGKILLs itself (attempts are counted in ``PLAN.attempts/``);
+- it commits its work on the branch checked out (one commit, subject the issue's title,
+  trailer ``Workbench-Issue: <key>``) and exits 0. A branch that already holds an
+  earlier attempt's commit (its integration failed) is reset to the newest base first:
+  the work is done again from there, as an agent redoes a change that no longer applies.
+
+``--coordinated`` (or ``PROJEKTOR_WORKBENCH_COORDINATED=1``): before each edit it
+announces it as Claude Code would, running the ``PreToolUse`` hooks of the checkout's
+``.claude/settings.local.json`` (what ``projektor run --hooks claude-code`` installs;
+without one, ``python -m projektor_agent hook claude-code``) with the payload of an
+``Edit`` on stdin, and obeys an exit 2: a declared file is waited for and tried again
+a few times with backoff, then left; an undeclared one is swapped for its alternative
+(announced in turn), else left. After each edit the ``PostToolUse`` hooks run
+(progress). Without it, it edits without a word.
+
+Standard library only: it runs beside any server, and imports nothing of Projektor.
+Exit status: 0 committed (or nothing left to change), 1 a planned crash or a git
+failure, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BLOCK = 2  # a PreToolUse hook's "no"
+RETRIES = 3  # a refused declared file: tried again this many times
+BACKOFF_SECONDS = 1.0  # then 2, 4 …
+HOOK_TIMEOUT_SECONDS = 60
+TRAILER = "Workbench-Issue"
+SETTINGS = Path(".claude") / "settings.local.json"
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+def say(text: str) -> None:
+    print(f"workbench agent: {text}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The workbench's scripted agent.")
+    parser.add_argument("--plan", default=os.environ.get("PROJEKTOR_WORKBENCH_PLAN"))
+    parser.add_argument("--issue", default=os.environ.get("PROJEKTOR_ISSUE"))
+    parser.add_argument(
+        "--coordinated",
+        action="store_true",
+        default=os.environ.get("PROJEKTOR_WORKBENCH_COORDINATED", "").lower() in TRUE_WORDS,
+    )
+    args, _ = parser.parse_known_args(argv)  # the rest: a runner's placeholders, ignored
+    if not args.plan or not args.issue or not str(args.issue).isdigit():
+        say(
+            "usage: agent.py --plan PLAN [--issue N] (or PROJEKTOR_WORKBENCH_PLAN, PROJEKTOR_ISSUE)"
+        )
+        return 2
+    plan_path = Path(args.plan)
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    issue = find(plan, int(args.issue))
+    if issue is None:
+        say(f"issue {args.issue} is not in the plan {plan_path}")
+        return 2
+    return Work(plan, issue, plan_path, Path.cwd(), args.coordinated).run()
+
+
+def find(plan: dict[str, Any], number: int) -> dict[str, Any] | None:
+    for issue in plan["issues"]:
+        if issue.get("id") == number:
+            return issue
+    if all(issue.get("id") is None for issue in plan["issues"]):
+        for issue in plan["issues"]:
+            if issue["key"] == number:
+                return issue
+    return None
+
+
+class Work:
+    def __init__(
+        self,
+        plan: dict[str, Any],
+        issue: dict[str, Any],
+        plan_path: Path,
+        root: Path,
+        coordinated: bool,
+    ) -> None:
+        self.plan, self.issue, self.root = plan, issue, root
+        self.coordinated = coordinated
+        self.key = int(issue["key"])
+        self.attempt = count_attempt(plan_path, self.key)
+        self.rng = random.Random(f"{plan['seed']}:{self.key}:{self.attempt}")
+        self.edited: list[str] = []
+
+    def run(self) -> int:
+        self.start_fresh_if_redone()
+        declared = [(path, None) for path in self.issue["paths"]]
+        alternatives = self.issue["alternatives"]
+        extra = [(path, alternatives[n]) for n, path in enumerate(self.issue["extra"])]
+        steps: list[tuple[str, str | None]] = declared + extra
+        pause = float(self.issue["work_seconds"]) / (len(steps) + 1)
+        crash = self.issue.get("crash") if self.attempt == 1 else None
+        for done, (path, alternative) in enumerate(steps):
+            if crash and done == int(self.issue.get("crash_after", 1)):
+                self.crash(crash)
+            time.sleep(pause)
+            self.step(path, alternative)
+        if crash:
+            self.crash(crash)
+        time.sleep(pause)
+        return self.commit()
+
+    # --- each edit -------------------------------------------------------------------------
+
+    def step(self, path: str, alternative: str | None) -> None:
+        declared = alternative is None
+        if not self.coordinated:
+            self.edit(path)
+            return
+        for attempt in range(RETRIES + 1 if declared else 1):
+            if self.announce(path):
+                self.edit(path)
+                return
+            if declared and attempt < RETRIES:
+                time.sleep(BACKOFF_SECONDS * 2**attempt)
+        if alternative and alternative not in self.edited and self.announce(alternative):
+            say(f"{path} is someone else's: editing {alternative} instead")
+            self.edit(alternative)
+            return
+        say(f"{path} is someone else's: left alone")
+
+    def edit(self, path: str) -> None:
+        target = self.root / path
+        lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+        markers = self.plan["hot"].get(path)
+        if markers:
+            marker = self.rng.choice(markers)
+            at = next((n for n, line in enumerate(lines) if line.rstrip("\n") == marker), None)
+            if at is None:
+                at = len(lines)
+            entry = self.entry(path, indent=re.match(r"\s*", marker).group())  # type: ignore[union-attr]
+        else:
+            at = self.rng.randint(1, max(1, len(lines)))
+            entry = self.entry(path, indent="")
+        lines[at:at] = entry
+        target.write_text("".join(lines), encoding="utf-8")
+        self.edited.append(path)
+        if self.coordinated:
+            self.hooks("PostToolUse", path)
+
+    def entry(self, path: str, indent: str) -> list[str]:
+        title = self.issue["title"]
+        if path.endswith(".md"):
+            return [f"- {title}\n"]
+        if path.endswith(".html"):
+            return [f"<!-- {title} -->\n"]
+        return [f"{indent}# {title} (attempt {self.attempt})\n"]
+
+    # --- the hooks, as Claude Code runs them ---------------------------------------------
+
+    def announce(self, path: str) -> bool:
+        """The PreToolUse hooks for an Edit of ``path``: False when one said no (exit 2)."""
+        return self.hooks("PreToolUse", path)
+
+    def hooks(self, event: str, path: str) -> bool:
+        absolute = str((self.root / path).resolve())
+        payload: dict[str, Any] = {
+            "session_id": f"workbench-{self.key}-{self.attempt}",
+            "transcript_path": "",
+            "cwd": str(self.root),
+            "hook_event_name": event,
+            "tool_name": "Edit",
+            "tool_input": {"file_path": absolute, "old_string": "", "new_string": ""},
+        }
+        if event == "PostToolUse":
+            payload["tool_response"] = {"filePath": absolute, "success": True}
+        for command in hook_commands(self.root, event, "Edit"):
+            try:
+                done = subprocess.run(
+                    command,
+                    shell=True,
+                    cwd=self.root,
+                    input=json.dumps(payload),
+                    capture_output=True,
+                    text=True,
+                    timeout=HOOK_TIMEOUT_SECONDS,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                say(f"the {event} hook timed out for {path}; going on")
+                continue
+            if done.returncode == BLOCK and event == "PreToolUse":
+                say(f"the hook refused {path}: {done.stderr.strip()}")
+                return False
+            if done.returncode != 0:
+                say(f"the {event} hook failed ({done.returncode}): {done.stderr.strip()}")
+        return True
+
+    # --- the end ---------------------------------------------------------------------------
+
+    def start_fresh_if_redone(self) -> None:
+        """An earlier attempt's commit on this branch did not land: start again from the
+        newest base (what the runner checked out may predate it)."""
+        base = self.plan["base"]
+        mine = git(self.root, "log", "--format=%H", f"{base}..HEAD", check=False).stdout.split()
+        if mine:
+            say(f"this branch holds an earlier attempt ({len(mine)} commits): redoing from {base}")
+            git(self.root, "reset", "-q", "--hard", base)
+
+    def commit(self) -> int:
+        git(self.root, "add", "-A")
+        if not git(self.root, "diff", "--cached", "--name-only", check=False).stdout.strip():
+            say("nothing to commit: every file was someone else's")
+            return 0
+        message = f"{self.issue['title']}\n\n{TRAILER}: {self.key}\n"
+        done = git(self.root, "commit", "-q", "-m", message, check=False)
+        if done.returncode != 0:
+            say(f"git commit failed: {(done.stderr or done.stdout).strip()}")
+            return 1
+        say(f"committed {len(set(self.edited))} files for {self.issue['title']}")
+        return 0
+
+    def crash(self, how: str) -> None:
+        say(f"crashing as planned ({how}) on attempt {self.attempt}")
+        if how == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        sys.exit(1)
+
+
+def count_attempt(plan_path: Path, key: int) -> int:
+    """This attempt's number at the issue (1 for the first), counted across processes."""
+    where = plan_path.with_name(plan_path.name + ".attempts")
+    where.mkdir(exist_ok=True)
+    number = 1
+    while True:
+        try:
+            os.close(os.open(where / f"{key}.{number}", os.O_CREAT | os.O_EXCL))
+            return number
+        except FileExistsError:
+            number += 1
+
+
+def hook_commands(root: Path, event: str, tool: str) -> list[str]:
+    """The commands of ``event``'s hooks whose matcher takes ``tool``, from the checkout's
+    Claude Code settings; without them, the projektor hook itself."""
+    settings = root / SETTINGS
+    if not settings.exists():
+        return [f"{sys.executable} -m projektor_agent hook claude-code"]
+    loaded = json.loads(settings.read_text(encoding="utf-8") or "{}")
+    commands = []
+    for group in (loaded.get("hooks") or {}).get(event) or []:
+        matcher = str(group.get("matcher") or "*")
+        if matcher in ("*", "") or re.fullmatch(matcher, tool):
+            commands += [h["command"] for h in group.get("hooks") or [] if h.get("command")]
+    return commands
+
+
+def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise SystemExit(f"workbench agent: git {' '.join(args)} failed: {done.stderr.strip()}")
+    return done
+
+
+if __name__ == "__main__":
+    sys.exit(main())

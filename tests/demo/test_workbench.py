@@ -1,0 +1,257 @@
+"""The workbench without a server: the repository and plan drawn from a seed, and the
+scripted agent as a real process in real git worktrees (its hooks: real commands in the
+checkout's Claude Code settings, as ``projektor run --hooks claude-code`` writes them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from demo.workbench import repository
+from demo.workbench.repository import CHANGELOG, ROUTER, Plan
+
+AGENT = Path(repository.__file__).with_name("agent.py")
+ROOT = AGENT.parents[2]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return repository.git(cwd, *args).strip()
+
+
+def agent(
+    worktree: Path, plan: Path, issue: int, *extra: str, module: bool = False
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROJEKTOR_", "GIT_"))}
+    env.update(PROJEKTOR_ISSUE=str(issue), PYTHONPATH=str(ROOT))
+    program = ["-m", "demo.workbench.agent"] if module else [str(AGENT)]
+    return subprocess.run(
+        [sys.executable, *program, "--plan", str(plan), *extra],
+        cwd=worktree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def quick_plan(plan: Plan) -> None:
+    """No waiting and no crash, unless a test asks for them."""
+    for issue in plan.issues:
+        issue.work_seconds = 0.0
+        issue.crash = None
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> tuple[Path, Plan, Path]:
+    repo = tmp_path / "repo"
+    plan = repository.create(repo, seed=11, issues=6)
+    quick_plan(plan)
+    return repo, plan, tmp_path / "plan.json"
+
+
+def worktree(repo: Path, name: str) -> Path:
+    where = repo.parent / name
+    git(repo, "worktree", "add", "-q", "-b", f"projektor/{name}", str(where), "main")
+    return where
+
+
+def test_the_same_seed_makes_the_same_repository_and_plan(tmp_path: Path) -> None:
+    first = repository.create(tmp_path / "a", seed=3, issues=10)
+    second = repository.create(tmp_path / "b", seed=3, issues=10)
+    other = repository.create(tmp_path / "c", seed=4, issues=10)
+    assert git(tmp_path / "a", "rev-parse", "main") == git(tmp_path / "b", "rev-parse", "main")
+    assert git(tmp_path / "a", "rev-parse", "main") != git(tmp_path / "c", "rev-parse", "main")
+    assert first == second and first != other
+    files = git(tmp_path / "a", "ls-files").splitlines()
+    assert len(files) >= 200 and {CHANGELOG, ROUTER, repository.SETTINGS} <= set(files)
+    assert max(name.count("/") for name in files) >= 4  # nested directories
+
+
+@pytest.mark.parametrize("count", [2, 3, 5, 40])
+def test_every_plan_has_a_crash_a_dependency_and_a_shared_hot_file(
+    tmp_path: Path, count: int
+) -> None:
+    plan = repository.create(
+        tmp_path / "repo", seed=1, issues=count, crash_rate=0, dependency_rate=0
+    )
+    keys = {issue.key for issue in plan.issues}
+    assert any(issue.crash for issue in plan.issues)
+    assert any(issue.blocked_by for issue in plan.issues)
+    for issue in plan.issues:
+        assert set(issue.blocked_by) <= {key for key in keys if key < issue.key}
+        assert len(issue.alternatives) == len(issue.extra)
+        assert not set(issue.extra) & set(issue.paths)
+    assert max(len(keys) for keys in plan.hot_sharing().values()) >= min(3, count)
+
+
+def test_a_plan_saved_loads_as_it_was(bench: tuple[Path, Plan, Path]) -> None:
+    _, plan, path = bench
+    plan.assign({issue.key: 100 + issue.key for issue in plan.issues})
+    plan.save(path)
+    assert Plan.load(path) == plan
+
+
+def test_the_agent_edits_its_files_and_commits_once(bench: tuple[Path, Plan, Path]) -> None:
+    repo, plan, path = bench
+    plan.assign({issue.key: 100 + issue.key for issue in plan.issues})
+    plan.save(path)
+    issue = plan.issues[0]
+    checkout = worktree(repo, "one")
+    done = agent(checkout, path, issue.id or 0, module=True)
+    assert done.returncode == 0, done.stderr
+    changed = git(checkout, "diff", "--name-only", "main", "HEAD").splitlines()
+    assert set(changed) == set(issue.paths) | set(issue.extra)
+    assert git(checkout, "log", "--format=%s%n%b", "main..HEAD").splitlines()[0] == issue.title
+    assert f"Workbench-Issue: {issue.key}" in git(checkout, "log", "-1", "--format=%b")
+
+
+def test_an_unknown_issue_is_a_usage_error(bench: tuple[Path, Plan, Path]) -> None:
+    repo, plan, path = bench
+    plan.save(path)
+    done = agent(repo, path, 999)
+    assert done.returncode == 2 and "not in the plan" in done.stderr
+
+
+def test_two_issues_on_the_same_hot_file_conflict_under_a_rebase(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    repo, plan, path = bench
+    first, second = plan.issues[0], plan.issues[1]
+    first.paths, first.extra, first.alternatives = [CHANGELOG], [], []
+    second.paths, second.extra, second.alternatives = [CHANGELOG], [], []
+    plan.save(path)  # no ids: the agent goes by key
+    one, two = worktree(repo, "one"), worktree(repo, "two")
+    assert agent(one, path, first.key).returncode == 0
+    assert agent(two, path, second.key).returncode == 0
+    rebase = subprocess.run(
+        ["git", "rebase", "projektor/one"], cwd=two, capture_output=True, text=True
+    )
+    assert rebase.returncode != 0 and CHANGELOG in rebase.stdout + rebase.stderr
+
+
+@pytest.mark.parametrize("how, status", [("exit", 1), ("sigkill", -signal.SIGKILL)])
+def test_a_planned_crash_happens_on_the_first_attempt_only(
+    bench: tuple[Path, Plan, Path], how: str, status: int
+) -> None:
+    repo, plan, path = bench
+    issue = plan.issues[0]
+    issue.crash, issue.crash_after = how, 0
+    plan.save(path)
+    checkout = worktree(repo, "one")
+    crashed = agent(checkout, path, issue.key)
+    assert crashed.returncode == status and "crashing as planned" in crashed.stderr
+    assert git(checkout, "rev-parse", "HEAD") == git(repo, "rev-parse", "main")
+    again = agent(checkout, path, issue.key)
+    assert again.returncode == 0, again.stderr
+    assert git(checkout, "rev-list", "--count", "main..HEAD") == "1"
+
+
+def test_an_earlier_attempt_that_did_not_land_is_redone_from_the_newest_base(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    repo, plan, path = bench
+    first, second = plan.issues[0], plan.issues[1]
+    first.paths, first.extra, first.alternatives = [CHANGELOG], [], []
+    second.paths, second.extra, second.alternatives = [CHANGELOG], [], []
+    plan.save(path)
+    one, two = worktree(repo, "one"), worktree(repo, "two")
+    assert agent(two, path, second.key).returncode == 0  # made on the old main
+    assert agent(one, path, first.key).returncode == 0
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")  # the first lands
+    again = agent(two, path, second.key)
+    assert again.returncode == 0 and "redoing" in again.stderr
+    assert git(two, "rev-parse", "HEAD~1") == git(repo, "rev-parse", "main")
+    assert git(two, "rev-list", "--count", "main..HEAD") == "1"
+
+
+HOOK = """
+import json, sys
+payload = json.load(sys.stdin)
+with open({log!r}, "a") as log:
+    log.write(json.dumps(payload) + "\\n")
+if payload["hook_event_name"] == "PreToolUse" and payload["tool_input"]["file_path"].endswith(
+    tuple({refused!r})
+):
+    print("held by issue 9 (agent other, live); choose another file", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def settings_with_hook(checkout: Path, log: Path, refused: list[str]) -> None:
+    script = checkout.parent / "hook.py"
+    script.write_text(HOOK.format(log=str(log), refused=refused))
+    command = f"{sys.executable} {script}"
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                    "hooks": [{"type": "command", "command": command}],
+                }
+            ],
+            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "exit 2"}]}],
+        }
+    }
+    (checkout / ".claude").mkdir()
+    (checkout / ".claude" / "settings.local.json").write_text(json.dumps(settings))
+    exclude = Path(git(checkout, "rev-parse", "--git-path", "info/exclude"))
+    exclude = exclude if exclude.is_absolute() else checkout / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("/.claude/\n")  # as the runner does: not part of the work
+
+
+def test_coordinated_it_announces_each_edit_and_obeys_a_refusal(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    repo, plan, path = bench
+    issue = plan.issues[0]
+    refused_extra = ROUTER
+    issue.extra, issue.alternatives = [refused_extra], [issue.paths[0].replace(".", "_alt.", 1)]
+    alternative = issue.alternatives[0]
+    (repo / alternative).write_text("an alternative\n")
+    git(repo, "add", alternative)
+    git(repo, "commit", "-q", "-m", "An alternative file")
+    plan.save(path)
+    checkout = worktree(repo, "one")
+    log = repo.parent / "hook.log"
+    settings_with_hook(checkout, log, [refused_extra])
+    done = agent(checkout, path, issue.key, "--coordinated")
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    pre = [c["tool_input"]["file_path"] for c in calls if c["hook_event_name"] == "PreToolUse"]
+    post = [c["tool_input"]["file_path"] for c in calls if c["hook_event_name"] == "PostToolUse"]
+    absolute = [str((checkout / p).resolve()) for p in [*issue.paths, refused_extra, alternative]]
+    assert (
+        pre == absolute
+    )  # each declared file, the refused one (once: undeclared), its alternative
+    assert post == absolute[: len(issue.paths)] + absolute[-1:]  # only what was edited
+    assert all(c["tool_name"] == "Edit" and c["cwd"] == str(checkout) for c in calls)
+    changed = git(checkout, "diff", "--name-only", "main", "HEAD").splitlines()
+    assert set(changed) == {*issue.paths, alternative}
+    assert "editing" in done.stderr and refused_extra in done.stderr
+
+
+def test_coordinated_a_refused_declared_file_is_retried_then_left(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    repo, plan, path = bench
+    issue = plan.issues[0]
+    issue.paths, issue.extra, issue.alternatives = [CHANGELOG, issue.paths[0]], [], []
+    plan.save(path)
+    checkout = worktree(repo, "one")
+    log = repo.parent / "hook.log"
+    settings_with_hook(checkout, log, [CHANGELOG])
+    done = agent(checkout, path, issue.key, "--coordinated")
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    tried = [c for c in calls if c["tool_input"]["file_path"].endswith(CHANGELOG)]
+    assert len(tried) == 4 and {c["hook_event_name"] for c in tried} == {"PreToolUse"}
+    changed = git(checkout, "diff", "--name-only", "main", "HEAD").splitlines()
+    assert changed == [issue.paths[1]]
