@@ -120,6 +120,27 @@ def add_run(one: argparse.ArgumentParser) -> None:
     one.add_argument("--verify", metavar="CMD", help="a shell command that must pass to hand in")
     one.add_argument("--hooks", choices=["claude-code"], help="install the agent CLI's hooks")
     one.add_argument(
+        "--integrate",
+        action="store_true",
+        help="with --worktrees: land the branch on the default branch before the hand-in, "
+        "one integration at a time per project (rebase, verify again, fast-forward)",
+    )
+    one.add_argument(
+        "--scan",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="claim the paths the agent changed every SECONDS and before the hand-in "
+        "(5; 0: only before the hand-in)",
+    )
+    one.add_argument(
+        "--on-conflict",
+        choices=["wait", "fail"],
+        default="wait",
+        help="a changed path another issue holds, at the hand-in: wait for it (the default) "
+        "or give the issue back",
+    )
+    one.add_argument(
         "--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (10)"
     )
     one.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]")

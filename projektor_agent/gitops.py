@@ -160,3 +160,104 @@ def commit_subjects(path: Path, base: str) -> list[str]:
         return []
     out = git("log", "--reverse", "--format=%s", f"{fork}..HEAD", cwd=path, check=False).stdout
     return [line for line in out.splitlines() if line.strip()]
+
+
+# --- a branch brought up to date, and landed --------------------------------------------
+
+
+def head(path: Path) -> str:
+    return git("rev-parse", "HEAD", cwd=path).stdout.strip()
+
+
+def commit_all(path: Path, message: str) -> bool:
+    """Everything uncommitted in ``path`` (untracked files too; ignored and excluded
+    ones not) as one commit, hooks skipped; False when there was nothing to commit."""
+    if not dirty_paths(path):
+        return False
+    git("add", "-A", cwd=path)
+    git("commit", "-q", "--no-verify", "-m", message, cwd=path)
+    return True
+
+
+def rebase(path: Path, onto: str, *, autostash: bool = False) -> list[str] | None:
+    """Rebase ``path``'s branch onto ``onto``: None when done; else the rebase is
+    aborted (the worktree as it was, stashed work restored) and the files that
+    conflicted are returned (the branch's own, or the stash's when the autostash
+    could not be applied)."""
+    args = ["-c", "rebase.autoStash=false", "rebase", "-q"]
+    if autostash:
+        args.append("--autostash")
+    result = git(*args, onto, cwd=path, check=False)
+    if result.returncode == 0:
+        if autostash and unmerged(path):  # the stash did not apply cleanly: undo it
+            return _undo_autostash(path)
+        return None
+    conflicts = unmerged(path) or [
+        "(git: " + (result.stderr.strip().splitlines() or ["?"])[-1] + ")"
+    ]
+    if rebase_in_progress(path):
+        git("rebase", "--abort", cwd=path, check=False)
+    return conflicts
+
+
+def _undo_autostash(path: Path) -> list[str]:
+    conflicts = unmerged(path)
+    # git keeps the stash when applying it conflicted: put the tree back on the old
+    # HEAD with the stash applied there, where it came from.
+    git("reset", "-q", "--hard", "ORIG_HEAD", cwd=path)
+    git("stash", "pop", "-q", cwd=path)
+    return conflicts
+
+
+def unmerged(path: Path) -> list[str]:
+    out = git("diff", "--name-only", "--diff-filter=U", cwd=path, check=False).stdout
+    return sorted({line for line in out.splitlines() if line.strip()})
+
+
+def rebase_in_progress(path: Path) -> bool:
+    return any(git_path(path, name).exists() for name in ("rebase-merge", "rebase-apply"))
+
+
+def has_remote(repo: Path, name: str = "origin") -> bool:
+    return git("remote", "get-url", name, cwd=repo, check=False).returncode == 0
+
+
+def checkout_of(repo: Path, branch: str) -> Path | None:
+    """The work tree (main or linked) that has ``branch`` checked out, if any."""
+    out = git("worktree", "list", "--porcelain", cwd=repo).stdout
+    where: Path | None = None
+    for line in out.splitlines():
+        if line.startswith("worktree "):
+            where = Path(line[len("worktree ") :])
+        elif line == f"branch refs/heads/{branch}" and where is not None:
+            return where
+    return None
+
+
+def fast_forward(repo: Path, branch: str, old: str, new: str) -> str | None:
+    """Move ``branch`` of ``repo`` from ``old`` to ``new`` (a descendant): None when
+    done, else why not. A checkout that has the branch checked out is moved with
+    ``merge --ff-only`` (its uncommitted work kept, or the move refused); else the ref
+    is compare-and-swapped, so a branch that moved meanwhile is never overwritten."""
+    checkout = checkout_of(repo, branch)
+    if checkout is not None:
+        if head(checkout) != old:
+            return f"{branch} moved meanwhile (now {head(checkout)[:12]})"
+        result = git("merge", "-q", "--ff-only", new, cwd=checkout, check=False)
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            return f"git merge --ff-only in {checkout} failed: {detail[-1] if detail else '?'}"
+        return None
+    result = git("update-ref", f"refs/heads/{branch}", new, old, cwd=repo, check=False)
+    if result.returncode != 0:
+        return f"{branch} moved meanwhile ({result.stderr.strip() or 'update-ref refused'})"
+    return None
+
+
+def push(repo: Path, branch: str, new: str) -> str | None:
+    """Push ``new`` to the remote's ``branch`` (a fast-forward only): None or why not."""
+    result = git("push", "-q", "origin", f"{new}:refs/heads/{branch}", cwd=repo, check=False)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        return f"git push origin {branch} refused: {detail[-1] if detail else '?'}"
+    return None

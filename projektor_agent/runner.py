@@ -2,7 +2,14 @@
 protocol for it (docs/agents.md, "The agent command").
 
     projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
-                  [--worktrees DIR] [--verify CMD] [--hooks claude-code] -- COMMAND [ARG …]
+                  [--worktrees DIR [--integrate]] [--verify CMD] [--hooks claude-code]
+                  [--scan SECONDS] [--on-conflict wait|fail] -- COMMAND [ARG …]
+
+--integrate lands the issue's branch on the default branch before the hand-in, while
+the lease and claims are still held, one integration at a time per project (a run on
+the project's primary worktree). --scan claims the paths the agent changed, every
+SECONDS and before the hand-in; a path another issue holds makes the hand-in wait
+(--on-conflict wait) or fail (--on-conflict fail).
 
 Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
 nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.
@@ -49,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("which work? give --issue N or --next (or --loop)")
     if args.issue is not None and args.issue <= 0:
         raise UsageError(f"--issue is {args.issue}: give the id of an issue")
+    if args.integrate and not args.worktrees:
+        raise UsageError("--integrate needs --worktrees DIR: it lands the issue's own branch")
+    if args.scan < 0:
+        raise UsageError(f"--scan is {args.scan:g}: give seconds, or 0 for no periodic scan")
     return Runner(args, Client(config.load()), command).main()
 
 

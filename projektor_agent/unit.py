@@ -60,6 +60,8 @@ class UnitWork:
         self.watch = Watch(
             self.client, unit.session, unit.ttl, self.on_lost, workdir=lambda: unit.workdir
         )
+        self.integration: dict[str, Any] | None = None  # the run that lands the branch
+        self.verification = ""
 
     # --- the whole unit ------------------------------------------------------------------
 
@@ -119,17 +121,25 @@ class UnitWork:
 
     # --- before the agent ------------------------------------------------------------------
 
-    def dispatch(self) -> dict[str, Any]:
-        """A run for the issue; a busy worktree is waited for on events, then retried."""
+    def dispatch(self, primary_worktree: bool = False) -> Any:
+        """A run for the issue; a busy worktree is waited for on events, then retried.
+        With ``primary_worktree``: a run on the project's primary worktree, or None
+        when the project has none."""
+        body: dict[str, Any] = {"session": self.unit.session, "issue": self.unit.id}
+        if primary_worktree:
+            body["primary_worktree"] = True
         while True:
             if self.runner.interrupted:
                 raise Interrupted()
             try:
-                return dict(
-                    self.client.post(
-                        "/runs/", {"session": self.unit.session, "issue": self.unit.id}
-                    )
+                return dict(self.client.post("/runs/", body))
+            except UsageError as error:
+                no_primary = isinstance(error.body, dict) and (
+                    error.body.get("field") == "primary_worktree"
                 )
+                if primary_worktree and no_primary:
+                    return None
+                raise
             except Refused as refused:
                 if refused.code == "worktree_unresolved":
                     raise Unresolved(refused.message) from None
@@ -211,13 +221,31 @@ class UnitWork:
 
     def hand_in(self) -> int:
         unit = self.unit
-        verification = "no verification command was given; the agent exited 0"
+        self.verification = "no verification command was given; the agent exited 0"
         if self.args.verify:
-            passed, verification = self.verify()
+            passed, self.verification = self.verify()
             if not passed:
-                self.give_back(f"the verification failed: {verification}")
+                self.give_back(f"the verification failed: {self.verification}")
                 return REFUSED
-        report = self.report(verification)
+        report = self.report(self.verification)  # before landing: the branch's own commits
+        if self.watch.lost:
+            return self.taken()
+        if self.args.integrate:
+            from projektor_agent import integrate
+
+            try:
+                landed = integrate.integrate(self)
+            except (integrate.Failed, Interrupted) as failed:
+                self.give_back(f"not integrated: {str(failed) or 'the runner was interrupted'}")
+                return REFUSED
+            except CommandError as error:
+                self.give_back(f"not integrated: {error.message}")
+                raise
+            report["verification"] = self.verification[:REPORT_LIMIT]
+            landing = f"Landed on {landed.branch}: {landed.commit}"
+            report["summary"] = (report["summary"] + "\n" + landing)[-REPORT_LIMIT:]
+            if self.integration:
+                self.best_effort("finish the integration", self.finish_run, "succeeded", True)
         if self.watch.lost:
             return self.taken()
         if unit.run:
@@ -286,6 +314,8 @@ class UnitWork:
         body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
         if child is not None and child.tail:
             body += "\n\nThe last lines of its stderr:\n```\n" + "\n".join(child.tail) + "\n```"
+        if self.integration and self.integration.get("status") == "running":
+            self.best_effort("finish the integration", self.finish_run, "failed", True)
         if unit.run and unit.run.get("status") == "running":
             self.best_effort("finish the run", self.finish_run, "failed")
         self.best_effort("post the message", self.post_message, body[-MESSAGE_LIMIT:])
@@ -295,12 +325,13 @@ class UnitWork:
 
     # --- the calls, each for best_effort ---------------------------------------------------
 
-    def finish_run(self, outcome: str) -> None:
-        run = self.unit.run or {}
+    def finish_run(self, outcome: str, integration: bool = False) -> None:
+        run = (self.integration if integration else self.unit.run) or {}
         body: dict[str, Any] = {"outcome": outcome}
         if run.get("fence") is not None:
             body["fence"] = run["fence"]
         self.client.post(f"/runs/{run['id']}/finish/", body)
+        run["status"] = outcome
 
     def post_message(self, body: str) -> None:
         self.client.post(
