@@ -381,7 +381,12 @@ def check_lease_fence(*, issue_id: int, fence: int) -> None:
 def stale_fence(*, issue_id: int, fence: int) -> StaleFence:
     """The refusal of a lease fence that is not the issue's current one."""
     current = lease_fence(issue_id)
-    held = f"its current lease has fence {current}" if current else "it has no unreleased lease"
+    if current:
+        held = f"its current lease has fence {current}"
+    elif IssueLease.objects.unreleased().filter(issue_id=issue_id).exists():
+        held = "its lease aged out, past the project's max_lease_age_seconds"
+    else:
+        held = "it has no unreleased lease"
     return StaleFence(
         f"Fence {fence} is not the current lease's on issue {issue_id} ({held}): "
         "the lease was lost; nothing was changed.",

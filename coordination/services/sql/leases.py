@@ -216,9 +216,10 @@ def release_leases(
     fence: int | None = None,
 ) -> Statement:
     """Compare-and-set release of the unreleased leases matching every given filter
-    (invariant 7: a lease released meanwhile keeps its first reason), returning each
-    one's columns, its issue's project and its agent's columns (``related_columns``:
-    SQLite's RETURNING names no other table, so each is a subquery by primary key)."""
+    (invariant 7: a lease released meanwhile keeps its first reason; with ``fence``,
+    only a lease within its age cap: invariant 17), returning each one's columns, its
+    issue's project and its agent's columns (``related_columns``: SQLite's RETURNING
+    names no other table, so each is a subquery by primary key)."""
     conditions = ["released_at IS NULL"]
     params: list[object] = [reason]
     for column, value in (
@@ -231,6 +232,8 @@ def release_leases(
         if value is not None:
             conditions.append(f"{column} = %s")
             params.append(value)
+    if fence is not None:  # an aged-out lease's fence is stale (invariant 17)
+        conditions.append(d.young(LEASE))
     return (
         f"UPDATE {LEASE} SET released_at = {d.now()}, release_reason = %s"
         f" WHERE {' AND '.join(conditions)} RETURNING {columns(LEASE, LEASE)},"

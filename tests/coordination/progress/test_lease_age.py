@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from coordination.errors import LeaseHeld, WipLimitReached
-from coordination.models import Event, IssueLease, Project
+from coordination.models import Event, FileClaim, IssueLease, Project
 from coordination.services import leases
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
@@ -117,6 +117,78 @@ def test_an_aged_out_holders_fenced_call_is_stale(api, workspace, capped, issue,
     )
     assert body["fence"] == 1
     assert IssueLease.objects.get(pk=lease.pk).released_at is None  # nothing changed
+
+
+def released_events(lease: IssueLease) -> int:
+    return Event.objects.filter(type="lease.released", data__lease=lease.pk).count()
+
+
+def test_an_aged_out_holder_cannot_release_with_its_fence(
+    api, workspace, capped, issue, make_session
+):
+    session = make_session()
+    lease = claim_lease(workspace, issue, session)
+    age_out(lease)
+    body = assert_error(
+        post(api, f"/issues/{issue.pk}/release/", {"session": session.pk, "fence": lease.fence}),
+        409,
+        "stale_fence",
+    )
+    assert body["fence"] == 1 and body["current_fence"] is None
+    assert "aged out" in body["detail"]
+    assert IssueLease.objects.get(pk=lease.pk).released_at is None  # nothing changed
+    assert released_events(lease) == 0
+
+
+def test_an_aged_out_holder_releases_without_a_fence_as_before(
+    api, workspace, capped, issue, make_session
+):
+    session = make_session()
+    lease = claim_lease(workspace, issue, session)
+    age_out(lease)
+    response = post(api, f"/issues/{issue.pk}/release/", {"session": session.pk})
+    assert response.status_code == 200, response.content
+    assert response.json()["release_reason"] == "released"
+
+
+def test_a_young_lease_is_released_with_its_fence(api, workspace, capped, issue, make_session):
+    session = make_session()
+    lease = claim_lease(workspace, issue, session)
+    response = post(
+        api, f"/issues/{issue.pk}/release/", {"session": session.pk, "fence": lease.fence}
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["release_reason"] == "released"
+
+
+def test_the_old_fence_is_stale_once_the_holder_claimed_again(
+    api, workspace, capped, issue, make_session
+):
+    session = make_session()
+    old = claim_lease(workspace, issue, session)
+    age_out(old)
+    new = claim_lease(workspace, issue, session)
+    body = assert_error(
+        post(api, f"/issues/{issue.pk}/release/", {"session": session.pk, "fence": old.fence}),
+        409,
+        "stale_fence",
+    )
+    assert body["current_fence"] == new.fence == 2
+    assert IssueLease.objects.get(pk=new.pk).released_at is None
+    response = post(api, f"/issues/{issue.pk}/release/", {"session": session.pk, "fence": 2})
+    assert response.status_code == 200, response.content
+
+
+def test_an_aged_out_holder_cannot_claim_files_with_its_fence(
+    api, workspace, capped, issue, make_session
+):
+    session = make_session()
+    lease = claim_lease(workspace, issue, session)
+    age_out(lease)
+    body = {"issue": issue.pk, "paths": ["src/a.py"], "session": session.pk, "fence": lease.fence}
+    assert_error(post(api, "/file-claims/", body), 409, "stale_fence")
+    assert not FileClaim.objects.filter(issue=issue).exists()
+    assert not Event.objects.filter(type="claims.granted").exists()
 
 
 def test_a_new_cap_ages_the_leases_held_already(api, workspace, project, issue, make_session):
