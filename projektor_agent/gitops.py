@@ -169,6 +169,11 @@ def head(path: Path) -> str:
     return git("rev-parse", "HEAD", cwd=path).stdout.strip()
 
 
+def current_branch(path: Path) -> str | None:
+    result = git("symbolic-ref", "--quiet", "--short", "HEAD", cwd=path, check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
 def commit_all(path: Path, message: str) -> bool:
     """Everything uncommitted in ``path`` (untracked files too; ignored and excluded
     ones not) as one commit, hooks skipped; False when there was nothing to commit."""

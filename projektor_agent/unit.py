@@ -311,6 +311,7 @@ class UnitWork:
         unit = self.unit
         say(f"issue {unit.id}: giving it back: {why}")
         self.watch.close()
+        self.keep_unfinished_work(why)
         body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
         if child is not None and child.tail:
             body += "\n\nThe last lines of its stderr:\n```\n" + "\n".join(child.tail) + "\n```"
@@ -322,6 +323,23 @@ class UnitWork:
         self.best_effort("move the issue back to todo", self.back_to_todo)
         self.best_effort("release the lease", self.release_lease)
         self.end_session()
+
+    def keep_unfinished_work(self, why: str) -> None:
+        """In the agent's own worktree, what it left uncommitted goes onto the issue's
+        branch: the next unit there starts clean, and whoever takes the issue next
+        continues from it. Never in a checkout the runner did not make."""
+        unit = self.unit
+        if self.runner.worktrees is None or unit.branch is None or unit.workdir is None:
+            return
+        reason = why.splitlines()[0][:200] if why else "given back"
+        message = f"projektor: unfinished work of {self.runner.agent} on issue {unit.id} ({reason})"
+        try:
+            if gitops.current_branch(unit.workdir) != unit.branch:
+                return  # the unit never got its branch checked out: not its work
+            if gitops.commit_all(unit.workdir, message):
+                say(f"issue {unit.id}: its uncommitted work is kept on {unit.branch}")
+        except (gitops.GitError, OSError) as error:
+            warn(f"issue {unit.id}: could not keep the uncommitted work: {error}")
 
     # --- the calls, each for best_effort ---------------------------------------------------
 

@@ -1,12 +1,13 @@
 """A scripted stand-in for a coding agent, run by ``projektor run`` in the tests.
 
-    scripted_agent.py CONTROL [--wait] [--edit PATH]... [--commit MSG] [--report JSON]
-                      [--stderr TEXT] [--exit N] [--ignore-term]
+    scripted_agent.py CONTROL [--wait] [--edit PATH]... [--fail-once] [--commit MSG]
+                      [--report JSON] [--stderr TEXT] [--exit N] [--ignore-term]
 
 It writes CONTROL/started.json (its pid, directory, arguments and PROJEKTOR_*
 environment) at once; with --wait it works until CONTROL/go exists; then it edits,
-commits, reports, writes to stderr and exits as told. SIGTERM is recorded in
-CONTROL/terminated (then exit 143), unless --ignore-term.
+commits, reports, writes to stderr and exits as told. --fail-once: the first run
+with this CONTROL exits 1 right after its edits (a crash that leaves work behind).
+SIGTERM is recorded in CONTROL/terminated (then exit 143), unless --ignore-term.
 """
 
 import argparse
@@ -24,6 +25,7 @@ def main() -> int:
     parser.add_argument("control", type=Path)
     parser.add_argument("--wait", action="store_true")
     parser.add_argument("--edit", action="append", default=[])
+    parser.add_argument("--fail-once", action="store_true")
     parser.add_argument("--commit")
     parser.add_argument("--report")
     parser.add_argument("--stderr")
@@ -57,6 +59,9 @@ def main() -> int:
             file.write(
                 f"edited by the scripted agent for issue {os.environ.get('PROJEKTOR_ISSUE')}\n"
             )
+    if args.fail_once and not (control / "failed-once").exists():
+        (control / "failed-once").write_text("")
+        return 1
     if args.commit:
         subprocess.run(["git", "add", "-A"], check=True)
         subprocess.run(["git", "commit", "-q", "-m", args.commit], check=True)

@@ -3,6 +3,7 @@ the server and reused, a branch per issue from the default branch; and the check
 it refuses to touch."""
 
 import json
+import signal
 from pathlib import Path
 
 from tests.agent.conftest import agent_command, git, read_json, released, unique, wait_until
@@ -193,3 +194,44 @@ def test_an_unresolved_worktree_is_reported_and_the_runner_takes_other_work(
     skipped = api.get(f"/issues/{needs_one['id']}/")
     assert skipped["status"] == "todo" and skipped["lease"] is None
     assert api.get(f"/issues/{plain['id']}/")["status"] == "in_review"
+
+
+def test_a_crashed_agents_work_is_kept_on_its_branch_and_the_loop_goes_on_in_the_worktree(
+    api, projektor, repo, tmp_path
+):
+    project, agent, control = api.project(), unique("gaia"), control_dir(tmp_path)
+    issue = api.issue(project, "Crash once", requires_filesystem=True)
+    runner = projektor(
+        "run",
+        "--loop",
+        "--project",
+        project,
+        "--worktrees",
+        str(tmp_path / "wt"),
+        "--scan",
+        "0",
+        *agent_command(control, "--edit", "src/wip.py", "--fail-once", "--commit", "Finish it"),
+        cwd=repo,
+        agent=agent,
+        wait=False,
+    )
+    wait_until(
+        lambda: api.get(f"/issues/{issue['id']}/")["status"] == "in_review",
+        "the loop to take the issue again after the crash and hand it in",
+    )
+    runner.process.send_signal(signal.SIGINT)
+    assert runner.wait() == 0, runner.stderr
+
+    assert (control / "failed-once").exists()  # the first unit crashed after its edit
+    branch = f"projektor/{issue['id']}-crash-once"
+    subjects = git(repo, "log", "--format=%s", branch).splitlines()
+    assert subjects[:2] == [
+        "Finish it",
+        f"projektor: unfinished work of {agent} on issue {issue['id']} "
+        "(the agent exited with status 1)",
+    ]
+    wip = git(repo, "show", f"{branch}:src/wip.py").splitlines()
+    assert len(wip) == 2  # the second unit continued the first one's edit
+    assert git(tmp_path / "wt" / agent, "status", "--porcelain") == ""
+    runs = api.get("/runs/", issue=issue["id"])["results"]
+    assert sorted(r["status"] for r in runs) == ["failed", "succeeded"]
