@@ -148,17 +148,28 @@ class SessionList:
     role: str | None = None
 
 
+# AgentSession.Meta's partial index on active sessions' heartbeats, for SQLite's
+# INDEXED BY (a test pins the name to the model).
+LIVE_SESSIONS = "session_active_heartbeat_idx"
+
+
 def session_filter(d: Dialect, listed: SessionList) -> tuple[str, str, list[Any]]:
-    """The join to the sessions' agents a filter needs (``a``; empty when none does)
-    and the filter. Liveness is the predicate itself (invariant 1), which the partial
-    index on active sessions' heartbeats serves however many sessions have ended."""
+    """What follows the sessions table in FROM (an index hint, the join to the
+    sessions' agents ``a`` a filter needs; empty when none is) and the filter.
+    Liveness is the predicate itself (invariant 1), which the partial index on active
+    sessions' heartbeats serves however many sessions have ended."""
     join = f" JOIN {AGENT} a ON a.id = {SESSION}.agent_id" if listed.agent or listed.role else ""
+    if listed.stalled:
+        # Stalled sessions are live ones: the live range of the heartbeat index, bounded
+        # by the fleet. The progress index's range (no progress for a while) holds
+        # every session that died without ending as well, and grows with them; SQLite
+        # cannot tell the two ranges apart (PostgreSQL's statistics do).
+        join = d.sqlite_only(f"INDEXED BY {LIVE_SESSIONS}") + join
     where = f"{SESSION}.workspace_id = %s"
     params: list[Any] = [listed.workspace_id]
     if listed.live is not None:
         where += f" AND {'' if listed.live else 'NOT '}{d.live(SESSION)}"
     if listed.stalled is not None:
-        # Stalled sessions are active ones: a range of the active rows' progress index.
         where += f" AND {'' if listed.stalled else 'NOT '}{d.stalled(SESSION)}"
     if listed.agent:
         where += " AND a.name = %s"
