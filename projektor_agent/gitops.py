@@ -266,3 +266,53 @@ def push(repo: Path, branch: str, new: str) -> str | None:
         detail = (result.stderr or result.stdout).strip().splitlines()
         return f"git push origin {branch} refused: {detail[-1] if detail else '?'}"
     return None
+
+
+# --- what the agent changed, and what changed under it ------------------------------------
+
+
+def upstream(repo: Path, default: str) -> str:
+    """The ref the default branch is read from: the remote's, when there is one."""
+    remote = f"refs/remotes/origin/{default}"
+    return remote if has_remote(repo) and has_ref(repo, remote) else f"refs/heads/{default}"
+
+
+def branch_point(path: Path, base: str) -> str | None:
+    result = git("merge-base", base, "HEAD", cwd=path, check=False)
+    return result.stdout.strip() or None
+
+
+def changed_paths(path: Path, base: str) -> list[str]:
+    """Every path changed in ``path`` since HEAD left ``base``: committed since the
+    branch point, staged, unstaged, untracked; deletions included, renames as both
+    their sides; the runner's own .projektor/ left out."""
+    found: set[str] = set()
+    fork = branch_point(path, base)
+    if fork:
+        out = git("diff", "--name-only", "--no-renames", "-z", fork, "HEAD", cwd=path).stdout
+        found.update(name for name in out.split("\0") if name)
+    out = git(
+        "status", "--porcelain", "--no-renames", "--untracked-files=all", "-z", cwd=path
+    ).stdout
+    found.update(entry[3:] for entry in out.split("\0") if len(entry) > 3)
+    return sorted(p for p in found if not p.startswith(".projektor/"))
+
+
+def changed_upstream(path: Path, base: str) -> set[str]:
+    """The paths ``base`` changed since HEAD's branch point: where HEAD is stale."""
+    fork = branch_point(path, base)
+    if not fork:
+        return set()
+    out = git("diff", "--name-only", "--no-renames", "-z", fork, base, cwd=path).stdout
+    return {name for name in out.split("\0") if name}
+
+
+def freshen(path: Path, base: str, claimed: list[str]) -> tuple[list[str], list[str] | None]:
+    """Fresh base for ``claimed``: those of them that ``base`` changed since the branch
+    point (the stale ones), and, when there were any, the rebase's outcome: None when
+    the branch (uncommitted work carried across) is now on ``base``, else the files
+    that conflicted (the rebase undone, the worktree as it was)."""
+    stale = sorted(changed_upstream(path, base) & set(claimed))
+    if not stale:
+        return [], None
+    return stale, rebase(path, base, autostash=True)

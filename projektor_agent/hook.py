@@ -8,6 +8,10 @@ that exits 2 blocks the call, and its stderr is shown to the model.
   worktree's root, is claimed for ``PROJEKTOR_ISSUE`` in ``PROJEKTOR_SESSION``. Held by
   another issue: exit 2 with a sentence the model can act on. Outside the worktree:
   allowed, not claimed. ``session_not_live``: one heartbeat, then the claim again.
+- Fresh base: in a runner's worktree (``PROJEKTOR_BASE``), a claimed file that the
+  default branch changed since the branch point is brought up to date first (the
+  branch rebased, uncommitted work carried across); a rebase that cannot be made clean
+  is undone, the claim released, and the edit blocked with a sentence saying so.
 - ``PostToolUse``: progress, where the server counts it (``/sessions/{id}/progress/``).
 - Outside a runner (no ``PROJEKTOR_SESSION``): exit 0, nothing done. The server
   unreachable, or the hook itself failing: allowed with a warning, unless
@@ -94,7 +98,41 @@ def decide(raw: str, strict: bool) -> int:
     relative = inside(path, root) if path and root else None
     if relative is None or relative.split("/")[0] == RUNNER_DIR:
         return OK  # outside the worktree (or the runner's own files): allowed, not claimed
-    return claim(client, int(session), relative)
+    assert root is not None
+    return claim_on_fresh_base(client, int(session), relative, root)
+
+
+def claim_on_fresh_base(client: Client, session: int, path: str, root: Path) -> int:
+    """The claim, then, when the default branch changed ``path`` since the branch
+    point, the branch rebased onto it (``PROJEKTOR_BASE``, set by the runner in its
+    worktrees): the claim first, so that nobody edits the file meanwhile. A rebase
+    that cannot be made clean is undone and a claim taken just now released."""
+    base = os.environ.get("PROJEKTOR_BASE", "").strip()
+    stale = bool(base) and path in gitops.changed_upstream(root, base)
+    held_before = stale and holds(client, path)
+    decision = claim(client, session, path)
+    if decision != OK or not stale:
+        return decision
+    _, conflicts = gitops.freshen(root, base, [path])
+    if conflicts is None:
+        return OK
+    if not held_before:
+        issue = int(os.environ["PROJEKTOR_ISSUE"])
+        body = {"issue": issue, "paths": [path], "session": session}
+        client.post("/file-claims/release/", body)
+    tell(
+        f"{path} changed on {base.rsplit('/', 1)[-1]} since your branch started, and your "
+        f"branch cannot be rebased onto it cleanly (conflicts in {', '.join(conflicts)}); "
+        "nothing was changed and the file is not claimed. Commit or revert your conflicting "
+        "work first, or choose another file."
+    )
+    return BLOCK
+
+
+def holds(client: Client, path: str) -> bool:
+    """Whether the issue holds ``path`` already (claimed before, not just now)."""
+    query = {"issue": os.environ["PROJEKTOR_ISSUE"], "active": "true", "path": path}
+    return bool(client.get("/file-claims/", query).get("count"))
 
 
 def edited_path(payload: dict[str, Any]) -> Path | None:

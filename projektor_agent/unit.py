@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import gitops
+from projektor_agent import gitops, scan
 from projektor_agent.client import Client, holder_name
 from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
 from projektor_agent.output import say, warn
@@ -61,6 +61,7 @@ class UnitWork:
             self.client, unit.session, unit.ttl, self.on_lost, workdir=lambda: unit.workdir
         )
         self.integration: dict[str, Any] | None = None  # the run that lands the branch
+        self.scanner = scan.Scanner(self)
         self.verification = ""
 
     # --- the whole unit ------------------------------------------------------------------
@@ -106,7 +107,11 @@ class UnitWork:
             self.give_back(f"the command {name!r} could not be started: {error.strerror}")
             raise UsageError(f"cannot run {name!r}: {error.strerror or error}") from None
         say(f"issue {unit.id}: agent started (pid {child.process.pid}) in {unit.workdir}")
-        status = self.runner.supervise(child)
+        scanning = self.scanner.while_running(float(self.args.scan))
+        try:
+            status = self.runner.supervise(child)
+        finally:
+            scanning.set()
         if self.watch.lost:
             return self.taken()
         if self.runner.interrupted:
@@ -191,6 +196,9 @@ class UnitWork:
             "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
             "PROJEKTOR_WORKTREE": str(workdir),  # the root the hook claims paths under
         }
+        if unit.branch is not None and self.runner.repo is not None:
+            # The hook's fresh base: what a claimed path is compared with and rebased onto.
+            unit.env["PROJEKTOR_BASE"] = gitops.upstream(self.runner.repo, str(unit.base))
 
     def command(self) -> list[str]:
         issue = self.unit.issue
@@ -221,6 +229,16 @@ class UnitWork:
 
     def hand_in(self) -> int:
         unit = self.unit
+        try:
+            unsettled = scan.settle(self)
+        except Interrupted:
+            self.give_back("the runner was interrupted while the hand-in waited")
+            return REFUSED
+        if self.watch.lost:
+            return self.taken()
+        if unsettled:
+            self.give_back(f"not handed in: {unsettled}")
+            return REFUSED
         self.verification = "no verification command was given; the agent exited 0"
         if self.args.verify:
             passed, self.verification = self.verify()

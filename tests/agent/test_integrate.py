@@ -163,8 +163,10 @@ def test_a_conflicting_rebase_is_a_failed_run_naming_the_file_and_main_is_untouc
         "src/app.py",
         "--commit",
         "Change the app",
+        extra=("--paths", "src/app.py"),  # claimed from the start: no fresh base before
     )
     started(control_of(tmp_path, agent), runner)
+    # Someone who ignores the claims changes main under it: only the landing can tell.
     theirs = commit_on_main(repo, "src/app.py", "print('theirs')\n", "Their change to the app")
     released(control_of(tmp_path, agent))
     assert runner.wait() == 1, runner.stderr
