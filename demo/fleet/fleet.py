@@ -1,10 +1,13 @@
-"""The demo fleet: a few agents and a reviewer working the demo workspace over HTTP.
+"""The demo fleet: a few real runners and a reviewer working the demo workspace.
 
-One thread per actor, each with its own kept-alive connection; the fleet keeps
-``agents`` of them at work, and when one leaves or crashes a fresh one joins a few
-beats later under a name not in use. Nothing here touches the database: everything
-goes through the REST API, as a real fleet's would (the command mints the key and
-the reviewer's login before it starts the fleet).
+Each agent is a ``projektor run --loop --worktrees … --integrate --hooks claude-code``
+process with the scripted agent (``demo.workbench.agent``) on the demo repository:
+it takes the head of the ready queue, works the issue on a branch of its own worktree
+(its edits claimed as it makes them), integrates it onto ``main`` and hands it in; now
+and then its agent crashes and the runner gives the issue back, or sits idle past the
+stall threshold while the runner heartbeats. The reviewer, a person, moves the
+handed-in work on and keeps the queue fed. Nothing here touches the database: the
+command prepares it before it starts the fleet.
 """
 
 from __future__ import annotations
@@ -15,26 +18,41 @@ import time
 from collections.abc import Callable
 
 from demo import world
-from demo.fleet.agent import FleetAgent
-from demo.fleet.client import NO_ANSWER, AgentClient, Tally
+from demo.fleet.client import NO_ANSWER, Tally
 from demo.fleet.context import FleetConfig, FleetContext, Record
+from demo.fleet.plan import DemoPlan
 from demo.fleet.reviewer import Reviewer
+from demo.fleet.runners import Runners, RunnerSpec
 
 SUMMARY_EVERY_SECONDS = 60.0
-ROSTER_AT_LEAST = 12  # the seed's default fleet: its agents come back to work
-JOIN_TIMEOUT_SECONDS = 35.0  # an actor's last request may wait on a lock
+TEND_EVERY_SECONDS = 0.5
+JOIN_TIMEOUT_SECONDS = 35.0  # the reviewer's last request may wait on a lock
 
 
 class Fleet:
-    def __init__(self, config: FleetConfig, say: Callable[[str, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: FleetConfig,
+        plan: DemoPlan,
+        say: Callable[[str, int], None] | None = None,
+    ) -> None:
         self.config = config
-        self.context = FleetContext(config, say=say, names_at_work=self.names_at_work)
+        self.context = FleetContext(config, plan, say=say)
         self.rng = random.Random(config.seed)
-        self.agents: list[FleetAgent] = []
-        self.roster: list[world.AgentSpec] = []
         self.reviewer = Reviewer(self.context, seed=self.rng.randrange(2**32))
-
-    # What callers watch (the command, tests): the context's.
+        spec = RunnerSpec(
+            url=config.url,
+            key=config.key,
+            place=config.place,
+            agent_args=("--plan", str(plan.path), "--coordinated"),
+        )
+        homes: dict[str, str | None] = {
+            name: world.PROFILES[index % len(world.PROFILES)].home
+            for index, name in enumerate(world.AGENT_NAMES[: config.agents])
+        }
+        self.runners = Runners(
+            spec, homes, say=lambda text, level: self.context.say(text, level=level)
+        )
 
     @property
     def tally(self) -> Tally:
@@ -48,84 +66,37 @@ class Fleet:
     def record(self) -> Record:
         return self.context.record
 
-    # --- the run ----------------------------------------------------------------------
-
     def run(self, seconds: float | None = None) -> Record:
-        """Work until ``seconds`` have passed (``None``: until ``stop`` is set, or
-        Ctrl-C), then end every live session and return what happened."""
+        """Work until ``seconds`` have passed (``None``: until ``stop`` is set), then
+        stop the runners (their work given back) and the reviewer."""
         deadline = time.monotonic() + seconds if seconds else float("inf")
         next_summary = time.monotonic() + SUMMARY_EVERY_SECONDS
-        self.roster = self.draw_roster()
         self.reviewer.thread.start()
-        for _ in range(self.config.agents):
-            self.spawn()
-        joining: list[float] = []
         try:
-            while not self.stop.wait(0.1):
+            self.runners.start_all()
+            while not self.stop.wait(TEND_EVERY_SECONDS):
                 now = time.monotonic()
                 if now >= deadline:
                     break
-                for agent in [a for a in self.agents if a.over or not a.thread.is_alive()]:
-                    self.agents.remove(agent)
-                    joining.append(now + self.rng.uniform(*self.config.rejoin))
-                for due in [t for t in joining if t <= now]:
-                    joining.remove(due)
-                    self.spawn()
+                self.runners.tend()
                 if now >= next_summary:
                     self.context.say(self.summary(), level=1)
                     next_summary = now + SUMMARY_EVERY_SECONDS
         finally:
             self.stop.set()
-            threads = [agent.thread for agent in self.agents] + [self.reviewer.thread]
-            for thread in threads:
-                if thread.is_alive():
-                    thread.join(JOIN_TIMEOUT_SECONDS)
+            self.runners.stop(self.config.grace)
+            if self.reviewer.thread.is_alive():
+                self.reviewer.thread.join(JOIN_TIMEOUT_SECONDS)
         return self.record
-
-    def draw_roster(self) -> list[world.AgentSpec]:
-        """The demo's agents, by name and profile as the seed cast them; an agent is
-        bound to its own checkout when the workspace has one."""
-        client = AgentClient(self.config.url, self.tally, self.stop, self.config.key)
-        try:
-            answer = client.get("/worktrees/")
-        finally:
-            client.close()
-        slugs = {tree["slug"] for tree in answer.body["results"]} if answer and answer.ok else set()
-        size = max(ROSTER_AT_LEAST, self.config.agents + 4)
-        return [
-            world.AgentSpec(
-                name=name,
-                profile=world.PROFILES[index % len(world.PROFILES)],
-                worktree=world.own_worktree(name) if world.own_worktree(name) in slugs else None,
-            )
-            for index, name in enumerate(world.AGENT_NAMES[:size])
-        ]
-
-    def spawn(self) -> None:
-        busy = {agent.name for agent in self.agents}
-        free = [spec for spec in self.roster if spec.name not in busy]
-        if not free:
-            return
-        agent = FleetAgent(self.context, self.rng.choice(free), seed=self.rng.randrange(2**32))
-        self.agents.append(agent)
-        agent.thread.start()
-
-    def names_at_work(self) -> list[str]:
-        return [agent.name for agent in list(self.agents)]
-
-    # --- the summary line -------------------------------------------------------------
 
     def summary(self) -> str:
         statuses = self.tally.statuses()
         server_errors = sum(n for status, n in statuses.items() if status >= 500)
-        with self.tally.lock:
-            refusals = dict(self.tally.refusals)
         with self.context.lock:
             counts = dict(self.record.counts)
-        refused = ", ".join(f"{code} {n}" for code, n in sorted(refusals.items())) or "none"
         happened = ", ".join(f"{what} {n}" for what, n in sorted(counts.items())) or "nothing yet"
         return (
-            f"fleet: {len(self.agents)} agents; {sum(statuses.values())} requests, "
-            f"{server_errors} 5xx, {statuses.get(NO_ANSWER, 0)} unanswered; "
-            f"refusals: {refused}; {happened}"
+            f"fleet: {self.runners.alive()} runners at work ({self.runners.restarts} restarted); "
+            f"reviewer: {sum(statuses.values())} requests, {server_errors} 5xx, "
+            f"{statuses.get(NO_ANSWER, 0)} unanswered; {happened}"
         )

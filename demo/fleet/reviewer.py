@@ -2,25 +2,28 @@
 
 Only a person passes the human gate (``in_review → done``), so the reviewer logs in
 to the site and calls the same API with its session cookie (docs/api.md, Auth). In
-turns it reviews the oldest issues in review (done, changes requested, or now and
-then cancelled), and, when the ready queue runs low, refills it: a backlog issue
-groomed to todo, a done one reopened, or a new one filed, so the fleet can run for
-hours with the number of issues staying bounded. A person's calls count against the
-per-address rate limit, so the reviewer acts only every few seconds.
+turns it reviews the oldest issues in review (done, changes requested: back to the
+queue, where a runner takes the issue again on its branch; or now and then
+cancelled), and, when the ready queue runs low, refills it: a backlog issue groomed to
+todo, or a new one filed with the files it will touch (its plan entry written first,
+so the scripted agent knows it), so the fleet can run for hours. A person's calls
+count against the per-address rate limit, so the reviewer acts only every few seconds.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+from collections import Counter
 from typing import Any
 
 from demo import world
 from demo.fleet.client import PersonClient
 from demo.fleet.context import FleetContext
-from demo.state import BOUNCE_CHANCE
+from demo.state import BOUNCE_CHANCE, PRIORITIES, PRIORITY_WEIGHTS
 
 REVIEWS_PER_TURN = 4
+QUEUE_PER_PROJECT = 3  # fewer ready issues in a project: the reviewer adds one
 CANCEL_CHANCE = 0.04  # a review cancels the work; else it is sent back or accepted
 
 
@@ -64,8 +67,10 @@ class Reviewer:
                     self.post(issue, "Cancelled: superseded by another change.")
                     self.say(f"cancelled #{issue['id']}")
             elif draw < CANCEL_CHANCE + BOUNCE_CHANCE:
-                if self.move(issue, "in_progress"):
+                # Back to the queue: a runner takes it again and continues its branch.
+                if self.move(issue, "in_progress") and self.move(issue, "todo"):
                     self.post(issue, "Changes requested: see the review notes.")
+                    self.context.count("sent back")
                     self.say(f"sent #{issue['id']} back")
             elif self.move(issue, "done"):
                 self.context.count("accepted")
@@ -74,23 +79,16 @@ class Reviewer:
     # --- planning -------------------------------------------------------------------------
 
     def plan(self) -> None:
-        """Give a parked issue (its run found no worktree) the integration checkout and
-        put it back in the queue; else, when the queue is short, groom the backlog."""
-        if self.context.unresolved:
-            number = self.context.unresolved.popleft()
-            answer = self.api.call(
-                "PATCH",
-                f"/issues/{number}/",
-                {"worktree": world.INTEGRATION_WORKTREE},
-                label="/issues/{id}/",
-            )
-            if answer is not None and answer.ok and self.move(answer.body, "todo"):
-                self.say(f"gave #{number} the {world.INTEGRATION_WORKTREE} checkout")
-            return
+        """When a project's queue is short (each runner works its agent's home project):
+        groom its oldest described backlog issue into the queue, else file a new one."""
         ready = self.api.get("/issues/ready/", label="/issues/ready/")
-        if ready is None or not ready.ok or ready.body["count"] >= self.context.config.min_ready:
+        if ready is None or not ready.ok:
             return
-        backlog = self.api.get("/issues/?status=backlog", label="/issues/")
+        queued = Counter(issue["project"] for issue in ready.body["results"])
+        spec = min(world.PROJECTS, key=lambda spec: (queued[spec.key], self.rng.random()))
+        if queued[spec.key] >= QUEUE_PER_PROJECT:
+            return
+        backlog = self.api.get(f"/issues/?status=backlog&project={spec.key}", label="/issues/")
         if backlog is None or not backlog.ok:
             return
         # Entering todo needs the definition of ready: a description, at least.
@@ -98,7 +96,33 @@ class Reviewer:
         if described:
             issue = min(described, key=lambda issue: issue["id"])
             if self.move(issue, "todo"):
+                self.context.count("groomed")
                 self.say(f"groomed #{issue['id']} into the queue")
+                return
+        self.file(spec)
+
+    def file(self, spec: world.ProjectSpec) -> None:
+        """A new issue in ``spec``'s project (the one with the shortest queue: each runner
+        works its agent's home project), with the files it will touch: filed in the
+        backlog, planned, then moved to todo (the runners see it only then)."""
+        paths = list(world.draw_footprint(self.rng, spec))
+        title = world.draw_title(self.rng, spec)
+        body = {
+            "project": spec.key,
+            "title": title,
+            "description": self.rng.choice(world.DONE_WHEN),
+            "priority": self.rng.choices(PRIORITIES, weights=PRIORITY_WEIGHTS)[0],
+            "requires_filesystem": True,
+            "paths": paths,
+        }
+        answer = self.api.post("/issues/", body)
+        if answer is None or answer.status != 201:
+            return
+        issue = answer.body
+        self.context.planned(int(issue["id"]), title, spec.key, paths)
+        if self.move(issue, "todo"):
+            self.context.count("filed")
+            self.say(f"filed #{issue['id']} ({spec.key}: {title})")
 
     # --- helpers ----------------------------------------------------------------------------
 
