@@ -81,15 +81,21 @@ def report_progress(*, workspace: Workspace, session_id: int, note: str = "") ->
     return sessions(workspace).get(pk=session_id)
 
 
-def end_session(*, workspace: Workspace, session_id: int) -> AgentSession:
+def end_session(*, workspace: Workspace, session_id: int, handed_in: bool = False) -> AgentSession:
     """Clean exit: release everything the session holds as ``agent_ended``.
 
+    ``handed_in``: the end closes the session's own change (finish_work's transition
+    and report), which is progress (invariant 17). The event log's trigger stamps only
+    active sessions and the events are written at the commit, after this, so the
+    stamp is set here, in the same UPDATE.
+
     Ending twice is harmless; a crash is never recorded this way (invariant 7)."""
+    stamped = {"last_progress_at": DbNow()} if handed_in else {}
     with events.change():
         session = lookups.get_session(workspace, session_id, in_url=True)
         # Compare-and-set: of two ends of one session, one ends it and announces it.
         if AgentSession.objects.filter(pk=session.pk, status=AgentSession.Status.ACTIVE).update(
-            status=AgentSession.Status.ENDED, ended_at=DbNow()
+            status=AgentSession.Status.ENDED, ended_at=DbNow(), **stamped
         ):
             leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)

@@ -211,5 +211,5 @@ def finish_work(
             if fence is not None:
                 raise leases.stale_fence(issue_id=issue.pk, fence=fence)
             raise LeaseNotHeld(f"Session {session.pk} no longer holds issue {issue.pk}.")
-        ended = agents.end_session(workspace=workspace, session_id=session.pk)
+        ended = agents.end_session(workspace=workspace, session_id=session.pk, handed_in=True)
     return Finished(issue=moved, released=held_paths, session=ended)
