@@ -1,51 +1,52 @@
-"""The demo fleet's stuck agents: one that heartbeats without progress is shown
-stalled by the server (invariant 17), keeps what it holds, and carries on after."""
+"""The demo's stalled agents: now and then the scripted agent sits idle between its
+edits for longer than the stall threshold while its runner heartbeats; the server
+shows its session stalled (invariant 17), it keeps its lease, and it carries on to
+hand the issue in."""
 
-import threading
+from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
-from coordination.models import AgentSession
-from demo import access
-from demo.fleet import Fleet, FleetConfig
-from tests.demo.test_demo_fleet import PATIENCE, TTL, demo, wait_until  # noqa: F401
+from coordination.models import AgentSession, Issue, IssueLease, Workspace
+from tests.demo.conftest import FleetProcess, served, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-STALL_AFTER = 1  # second: a stuck agent is stalled soon, one that acts is not
+STALL_AFTER = 2  # seconds: an idle agent is stalled soon; its idles last 1.3 times that
 
 
-def test_a_stuck_agent_of_the_fleet_is_stalled_while_it_heartbeats(demo, live_server, settings):  # noqa: F811
-    settings.PROJEKTOR_STALL_AFTER_SECONDS = STALL_AFTER
-    reviewer, password = access.reviewer_login(demo)
-    fleet = Fleet(
-        FleetConfig(
-            url=live_server.url,
-            key=access.fresh_key(demo, access.FLEET_KEY_NAME),
-            reviewer=reviewer,
-            reviewer_password=password,
-            agents=3,
-            interval=0.15,
-            ttl=TTL,
-            crash_chance=0.0,
-            stall_chance=1.0,
-            stall_after=STALL_AFTER,
-            session_actions=(6, 20),
-            seed=5,
-        )
-    )
-    runner = threading.Thread(target=fleet.run, name="demo-fleet-stalls")
-    runner.start()
-    try:
+def test_an_idle_agent_is_stalled_while_its_runner_heartbeats_then_carries_on(
+    small_demo: Workspace, demo_dir: Path, tmp_path: Path, settings
+) -> None:
+    settings.PROJEKTOR_STALL_AFTER_SECONDS = STALL_AFTER  # as the test judges it
+    threshold = {"PROJEKTOR_STALL_AFTER_SECONDS": str(STALL_AFTER)}
+    with served(tmp_path, **threshold) as (url, env):
+        began = timezone.now()
+        fleet = FleetProcess(
+            url, demo_dir, env, "--agents", "1", "--work", "1,2", "--crash-chance", "0",
+            "--stall-chance", "1",
+        )  # fmt: skip
+        try:
+            fleet_sessions = AgentSession.objects.filter(
+                workspace=small_demo, started_at__gte=began
+            )
 
-        def stuck_and_stalled() -> bool:
-            stuck = list(fleet.record.stuck_sessions)
-            return AgentSession.objects.stalled().filter(pk__in=stuck).exists()
+            def stalled() -> AgentSession | None:
+                return fleet_sessions.stalled().live().first()
 
-        wait_until(stuck_and_stalled, "a stuck agent's session stalled while live")
-    finally:
-        fleet.stop.set()
-        runner.join(timeout=PATIENCE)
-    assert not runner.is_alive()
-    assert fleet.tally.failures == []
-    assert fleet.record.counts["stuck"] > 0
+            wait_until(stalled, "a runner's session stalled while live")
+            session = stalled()
+            assert session is not None
+            held = IssueLease.objects.live().filter(session=session)
+            issue = held.values_list("issue", flat=True).first()
+            assert issue is not None, "a stalled session keeps its lease"
+            wait_until(
+                lambda: Issue.objects.filter(pk=issue, status__in=["in_review", "done"]).exists(),
+                "the idle agent's issue handed in after all",
+            )
+        finally:
+            status = fleet.stop()
+    assert status == 0, fleet.output()
