@@ -31,18 +31,21 @@ prometheus:
 		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }; \
 	fi
 
-# The webhook worker and the demo fleet (agents working the demo over HTTP; it waits
-# for the server's /healthz) run beside the server and stop when it does (Ctrl-C
-# included). The server's one line per request is off: the fleet sends a few a second.
-# FLEET_ARGS: e.g. "--agents 8 --interval 1", or "-v2" for a line per action.
+# The webhook worker and the demo fleet run beside the server and stop when it does
+# (Ctrl-C included). The fleet: a few `projektor run --loop` runners with the scripted
+# agent on a demo repository kept beside the database (made on the first run), and a
+# reviewer (it waits for the server's /healthz). An agent idle for 90 s is shown
+# stalled (the demo's threshold; 30 min by default). The server's one line per request
+# is off. FLEET_ARGS: e.g. "--agents 6", "--work 5,20", or "-v2" for a line per action.
 FLEET_ARGS ?=
+DEMO_ENV := DEBUG=true PROJEKTOR_STALL_AFTER_SECONDS=90
 run: install
-	DEBUG=true $(BIN)/python manage.py migrate --noinput
-	DEBUG=true $(BIN)/python manage.py seed_demo
-	DEBUG=true $(BIN)/python manage.py deliver_webhooks & worker=$$!; \
-	DEBUG=true $(BIN)/python manage.py demo_fleet $(FLEET_ARGS) & fleet=$$!; \
+	$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput
+	$(DEMO_ENV) $(BIN)/python manage.py seed_demo
+	$(DEMO_ENV) $(BIN)/python manage.py deliver_webhooks & worker=$$!; \
+	$(DEMO_ENV) $(BIN)/python manage.py demo_fleet $(FLEET_ARGS) & fleet=$$!; \
 	trap 'kill $$worker $$fleet 2>/dev/null; wait $$worker $$fleet' EXIT INT TERM; \
-	DEBUG=true PROJEKTOR_LOG_REQUESTS=false $(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(DEMO_ENV) PROJEKTOR_LOG_REQUESTS=false $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 # Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
 # set (README, "Operations"). Every step, in this order: static files, migrations,

@@ -26,13 +26,16 @@ from demo.workbench.repository import Plan, PlanIssue
 OPEN = (Issue.Status.BACKLOG, Issue.Status.TODO, Issue.Status.IN_PROGRESS, Issue.Status.IN_REVIEW)
 
 
+IDLE_PAST_THRESHOLD = 1.6  # an idle agent's rest, in stall thresholds
+
+
 @dataclass(frozen=True)
 class Pacing:
     """How the scripted agent works the demo's issues."""
 
     seconds: tuple[float, float] = (8.0, 60.0)  # an issue's work, spread between its edits
     crash_chance: float = 0.1  # the first attempt crashes (exit 1 or SIGKILL)
-    idle_chance: float = 0.04  # it sits idle past the stall threshold between edits
+    idle_chance: float = 0.03  # it sits idle past the stall threshold, twice
     stall_after: float = 1800.0  # the server's PROJEKTOR_STALL_AFTER_SECONDS
     extra_chance: float = 0.4  # an undeclared edit of a hot spot
 
@@ -53,11 +56,13 @@ def entry(
         spot = rng.choice([path for path in spots if path not in declared] or spots)
         if spot not in declared:
             extra, alternatives = [spot], [rng.choice(spare)]
-    steps = len(declared) + len(extra)
     seconds = rng.uniform(*pacing.seconds)
     if rng.random() < pacing.idle_chance:
-        # The agent rests the same time before each edit: each rest outlasts the threshold.
-        seconds = 1.3 * pacing.stall_after * (steps + 1)
+        # One edit, with a rest before and after it (the agent spreads its time evenly),
+        # each outlasting the threshold: shown stalled twice, near each rest's end.
+        declared, extra, alternatives = declared[:1], [], []
+        seconds = 2 * IDLE_PAST_THRESHOLD * pacing.stall_after
+    steps = len(declared) + len(extra)
     crash = rng.choice(["exit", "sigkill"]) if rng.random() < pacing.crash_chance else None
     return PlanIssue(
         key=issue_id,

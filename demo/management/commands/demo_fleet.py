@@ -109,6 +109,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=None, help="seed the reviewer's choices")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["agents"] > len(world.AGENT_NAMES):
+            raise CommandError(f"Give --agents {len(world.AGENT_NAMES)} or fewer.")
         workspace = Workspace.objects.filter(slug=world.SLUG).first()
         if workspace is None:
             raise CommandError("There is no demo workspace: run `manage.py seed_demo` first.")
