@@ -29,9 +29,12 @@ SQLite reports programming mistakes ("no such table", syntax errors) as
 import logging
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -120,3 +123,59 @@ class DatabaseUnavailableMiddleware:
             "Database unavailable for %s %s: %s", request.method, request.path, exception
         )
         return unavailable_response(request)
+
+
+# Served to keys and probes, never as a page: the API, MCP and the operations endpoints.
+MACHINE_PREFIXES = ("/api/", "/mcp", "/healthz", "/readyz", "/metrics")
+
+
+def is_machine_request(request: HttpRequest) -> bool:
+    """A call under the machine prefixes that carries no session cookie. A request with
+    the cookie (a logged-in browser calling the API) is a page's: the API accepts a
+    session too, and then the user, and DRF's CSRF check, come from it."""
+    return (
+        request.path_info.startswith(MACHINE_PREFIXES)
+        and settings.SESSION_COOKIE_NAME not in request.COOKIES
+    )
+
+
+# The view handler under the page-only middlewares, handed from the layer below them to
+# the layer above while Django builds the stack (one thread builds one stack).
+_below_pages = threading.local()
+
+
+class PagesOnlyEnd:
+    """Placed just below the page-only middlewares: it hands what is below them (the
+    view) to ``PagesOnlyStart``, and passes the pages' requests on."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        _below_pages.handler = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+
+class PagesOnlyStart:
+    """Placed just above the page-only middlewares: sessions, CSRF, the user from the
+    session, messages and clickjacking. A machine request goes from here straight to
+    ``PagesOnlyEnd``'s handler, past them.
+
+    An agent's call (a key, no cookie) uses none of them, and their five layers were a
+    quarter of its cost. Django's own middlewares stay named in MIDDLEWARE, so its
+    checks (admin, ``check --deploy``) still see them. ``process_view`` hooks are the
+    handler's, not the stack's: CSRF's runs for every request, and refuses an unsafe
+    method to a view that is not exempt, machine request or not, as before."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        below = getattr(_below_pages, "handler", None)
+        if below is None:
+            raise ImproperlyConfigured("PagesOnlyStart needs PagesOnlyEnd below it in MIDDLEWARE.")
+        del _below_pages.handler
+        self.below_pages = below
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_machine_request(request):
+            return self.below_pages(request)
+        return self.get_response(request)

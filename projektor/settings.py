@@ -134,12 +134,16 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # 503 `unavailable` while the database is down; above sessions and auth, which use it.
     "projektor.middleware.DatabaseUnavailableMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # From Start to End, for the pages only: a call under /api/, /mcp or a probe's path
+    # that carries no session cookie goes past them (projektor/middleware.py).
+    "projektor.middleware.PagesOnlyStart",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "projektor.middleware.PagesOnlyEnd",
 ]
 
 ROOT_URLCONF = "projektor.urls"
