@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run serve test test-sqlite test-postgres lint bench bench-claims bench-heatmap bench-webhooks browser prometheus install clean
+.PHONY: run serve test test-sqlite test-postgres lint bench bench-fleet bench-claims bench-heatmap bench-webhooks browser prometheus install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,17 @@ bench: install
 	export DATABASE_URL="$$url" SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}"; \
 	$(BIN)/python manage.py migrate -v0 && $(BIN)/python manage.py bench $(BENCH_ARGS) \
 	&& $(BIN)/python manage.py bench_ready_graph
+
+# The fleet experiment: runners with the workbench's scripted agent over a generated
+# repository, coordinated and not, side by side (docs/speed.md, "Does it prevent merge
+# conflicts?"). Each condition on a fresh database beside DATABASE_URL's (PostgreSQL),
+# else on scratch SQLite files. E.g. BENCH_FLEET_ARGS=--quick,
+# BENCH_FLEET_ARGS="--runners 6 --issues 40 --json fleet.json".
+BENCH_FLEET_ARGS ?=
+bench-fleet: install
+	SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}" \
+	DATABASE_URL="$${DATABASE_URL:-sqlite:///$(BENCH_SQLITE)}" \
+	$(BIN)/python manage.py bench_fleet $(BENCH_FLEET_ARGS)
 
 # Claim throughput and latency in-process (no HTTP), on PostgreSQL (BENCH_URL) and on a
 # scratch SQLite file.

@@ -1,0 +1,114 @@
+"""The fleet experiment: does Projektor prevent merge conflicts? (``benchmarks.fleet_experiment``)
+
+    python manage.py bench_fleet [--runners N] [--issues M] [--seed S] [--quick] [--json PATH]
+
+Runs N runners with the workbench's scripted agent over M issues of a generated
+repository, coordinated then uncoordinated, each on a fresh database beside the one
+configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite files) and its own
+gunicorn; prints both side by side, and fails when the coordinated condition misses
+the bar (a conflicting integration, work done twice, a crashed issue left unfinished,
+an issue not done) or any 5xx was answered.
+"""
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+
+from benchmarks import fleet_experiment as experiment
+from benchmarks import server
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+def positive_float(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = "The fleet experiment: merge conflicts among runners, with and without claims."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        default, quick = experiment.DEFAULT, experiment.QUICK
+        parser.add_argument(
+            "--runners",
+            type=positive_int,
+            help=f"runner processes (default {default.runners}; --quick {quick.runners})",
+        )
+        parser.add_argument(
+            "--issues",
+            type=positive_int,
+            help=f"issues in the plan (default {default.issues}; --quick {quick.issues})",
+        )
+        parser.add_argument("--seed", type=int, help=f"the plan's seed (default {default.seed})")
+        parser.add_argument(
+            "--ttl",
+            type=positive_float,
+            help=f"the server's session TTL in seconds (default {default.ttl:g})",
+        )
+        parser.add_argument(
+            "--time-cap",
+            type=positive_float,
+            help=f"seconds per condition at most (default {default.time_cap:g})",
+        )
+        parser.add_argument(
+            "--condition",
+            choices=experiment.CONDITIONS,
+            action="append",
+            help="run only this condition (repeatable; default both)",
+        )
+        parser.add_argument(
+            "--quick", action="store_true", help="small, with every ingredient (for CI)"
+        )
+        parser.add_argument("--json", type=Path, help="also write the figures to this file")
+        parser.add_argument(
+            "--keep",
+            type=Path,
+            metavar="DIR",
+            help="leave the repositories, worktrees and logs in DIR (else a temporary one)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        started = time.monotonic()
+
+        def progress(message: str) -> None:
+            elapsed = time.monotonic() - started
+            self.stderr.write(f"[{elapsed:6.1f} s] {message}", style_func=lambda text: text)
+
+        settings = experiment.quick_or_default(
+            options["quick"],
+            runners=options["runners"],
+            issues=options["issues"],
+            seed=options["seed"],
+            ttl=options["ttl"],
+            time_cap=options["time_cap"],
+        )
+        conditions = tuple(
+            name
+            for name in experiment.CONDITIONS
+            if name in (options["condition"] or experiment.CONDITIONS)
+        )
+        try:
+            results = experiment.run(
+                settings, dict(connection.settings_dict), progress, conditions, options["keep"]
+            )
+        except server.ServerFailed as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(experiment.render(results))
+        if options["json"]:
+            options["json"].write_text(json.dumps(results, indent=2) + "\n")
+            progress(f"Wrote {options['json']}")
+        misses = experiment.bar(results)
+        if misses:
+            raise CommandError("The bar is missed: " + "; ".join(misses))
