@@ -21,7 +21,9 @@ class GitError(UsageError):
 
 
 def git(*args: str, cwd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    # No optional locks: the runner's looks (status) never make the agent's own git
+    # commands fail on a held index.lock.
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
     try:
         result = subprocess.run(
             ["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True, check=False

@@ -18,7 +18,7 @@ from projektor_agent import gitops
 from projektor_agent.errors import UsageError
 from projektor_agent.output import say, warn
 
-ATTEMPTS = 3  # the default branch moved between the rebase and the landing: again
+ATTEMPTS = 5  # the default branch moved between the rebase and the landing: again
 
 
 @dataclass

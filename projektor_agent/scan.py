@@ -62,6 +62,8 @@ class Scanner:
             taken: list[str] = []
             for start in range(0, len(wanted), BATCH):
                 taken += self.claim(wanted[start : start + BATCH])
+            for path in taken:
+                self.unfresh.pop(path, None)  # claimed again: fresh unless told below
             if taken and self.unit.branch is not None:
                 self.freshen(Path(workdir), base, taken)
             return taken

@@ -199,3 +199,29 @@ def test_without_a_primary_worktree_the_branch_lands_by_git_alone(api, projektor
     assert git(repo, "branch", "--show-current") == "elsewhere"
     assert not (repo / "notes.md").exists()
     assert api.get(f"/issues/{issue['id']}/")["status"] == "in_review"
+
+
+def test_with_a_remote_the_branch_is_rebased_onto_its_default_branch_and_pushed(
+    api, projektor, repo, tmp_path
+):
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "fetch", "-q", "origin")
+    other = tmp_path / "other"  # someone else pushes meanwhile, from another clone
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    (project, _), agent = project_with_primary(api, repo), unique("nike")
+    issue = api.issue(project, "Push it", requires_filesystem=True)
+    runner = integrating(
+        projektor, repo, tmp_path, issue, agent, "--wait", "--edit", "pushed.md", "--commit", "Push"
+    )
+    started(control_of(tmp_path, agent), runner)
+    theirs = commit_on_main(other, "theirs.md", "pushed first\n", "Theirs")
+    git(other, "push", "-q", "origin", "main")
+    released(control_of(tmp_path, agent))
+    assert runner.wait() == 0, runner.stderr
+
+    landed = git(origin, "rev-parse", "main")
+    assert git(origin, "log", "-1", "--format=%s", "main") == "Push"
+    assert git(origin, "rev-parse", "main~1") == theirs
+    assert f"Landed on main: {landed}" in api.get(f"/issues/{issue['id']}/")["report"]["summary"]
