@@ -11,7 +11,7 @@ from coordination.models import Event, FileClaim, IssueLease, Project
 from coordination.services import leases
 from tests.api_helpers import V1, assert_error, post
 from tests.conftest import expire
-from tests.coordination.conftest import claim_lease, lease_fences
+from tests.coordination.conftest import claim_lease, dispatch_run, lease_fences, lock_of
 
 pytestmark = pytest.mark.django_db
 
@@ -189,6 +189,19 @@ def test_an_aged_out_holder_cannot_claim_files_with_its_fence(
     assert_error(post(api, "/file-claims/", body), 409, "stale_fence")
     assert not FileClaim.objects.filter(issue=issue).exists()
     assert not Event.objects.filter(type="claims.granted").exists()
+
+
+def test_a_runs_lock_fence_is_not_its_leases(
+    api, workspace, capped, make_issue, make_session, tree
+):
+    """A run's finish is fenced by its worktree lock, which has no age cap: a holder
+    whose lease aged out still reports its run and frees the worktree."""
+    session = make_session()
+    run = dispatch_run(workspace, session, make_issue(worktree=tree))
+    age_out(IssueLease.objects.get(session=session))
+    response = post(api, f"/runs/{run.pk}/finish/", {"outcome": "succeeded", "fence": 1})
+    assert response.status_code == 200, response.content
+    assert lock_of(run).release_reason == "released"
 
 
 def test_a_new_cap_ages_the_leases_held_already(api, workspace, project, issue, make_session):
