@@ -79,12 +79,27 @@ class Reviewer:
     # --- planning -------------------------------------------------------------------------
 
     def plan(self) -> None:
-        """When a project's queue is short (each runner works its agent's home project):
-        groom its oldest described backlog issue into the queue, else file a new one."""
-        ready = self.api.get("/issues/ready/", label="/issues/ready/")
+        """Work a dead agent left in progress goes back to the queue; then, when a
+        project's queue is short (each runner works its agent's home project), its
+        oldest described backlog issue is groomed into it, else a new one filed."""
+        ready = self.api.get("/issues/ready/?include_not_ready=true", label="/issues/ready/")
         if ready is None or not ready.ok:
             return
-        queued = Counter(issue["project"] for issue in ready.body["results"])
+        # In progress with nobody live holding it: all it lacks to be ready is its status.
+        orphans = [
+            issue
+            for issue in ready.body["results"]
+            if issue["status"] == "in_progress" and issue["missing"] == ["status"]
+        ]
+        if orphans:
+            issue = min(orphans, key=lambda issue: issue["id"])
+            if self.move(issue, "todo"):
+                self.post(issue, "Its agent stopped heartbeating: back to the queue.")
+                self.context.count("requeued")
+                self.say(f"put #{issue['id']} back in the queue (its agent died)")
+            return
+        todo = [issue for issue in ready.body["results"] if issue["status"] == "todo"]
+        queued = Counter(issue["project"] for issue in todo if not issue["missing"])
         spec = min(world.PROJECTS, key=lambda spec: (queued[spec.key], self.rng.random()))
         if queued[spec.key] >= QUEUE_PER_PROJECT:
             return
