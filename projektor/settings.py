@@ -131,6 +131,8 @@ MIDDLEWARE = [
     # Outermost: the request id, one log line and the request metrics for every answer.
     "projektor.operations.requests.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # GET /healthz answered here: the probe needs nothing below (operations/health.py).
+    "projektor.operations.health.HealthzMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # 503 `unavailable` while the database is down; above sessions and auth, which use it.
     "projektor.middleware.DatabaseUnavailableMiddleware",

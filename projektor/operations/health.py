@@ -4,9 +4,11 @@
 database (one ``SELECT 1``), the migrations (one read of ``django_migrations``,
 against the migrations on disk, read once per process) and each cache (one ``get``),
 so a load balancer can poll it every second. Neither is throttled: they are plain
-Django views, outside DRF.
+Django views, outside DRF; ``GET /healthz`` is answered by ``HealthzMiddleware``,
+high in the stack, before the URL resolver.
 """
 
+from collections.abc import Callable
 from functools import cache
 
 from django.conf import settings
@@ -14,7 +16,8 @@ from django.core.cache import caches
 from django.db import DatabaseError, connection
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import ResolverMatch, resolve
 from django.views.decorators.http import require_GET
 
 from projektor.middleware import RETRY_AFTER_SECONDS
@@ -25,9 +28,40 @@ PROBE_KEY = "projektor:readyz"
 Migration = tuple[str, str]
 
 
+HEALTHZ_PATH = "/healthz"
+HEALTHZ_BODY = b'{"status": "ok"}'  # what JsonResponse({"status": OK}) writes
+
+
 @require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": OK})
+def healthz(request: HttpRequest) -> HttpResponse:
+    return healthz_response()
+
+
+def healthz_response() -> HttpResponse:
+    response = HttpResponse(HEALTHZ_BODY, content_type="application/json")
+    response["Content-Length"] = str(len(HEALTHZ_BODY))
+    return response
+
+
+class HealthzMiddleware:
+    """``GET /healthz`` answered here, below the request log and the security headers:
+    a load balancer polls it every second or so, and the URL resolver, CSRF's view hook
+    and the rest of the stack have nothing to say about it. The Host is still checked
+    (a Host outside ALLOWED_HOSTS is 400, as everywhere), the log line and the metrics
+    still name its route, and any other method goes on to the view (405)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.match: ResolverMatch | None = None  # the route, for the log and the metrics
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info != HEALTHZ_PATH or request.method != "GET":
+            return self.get_response(request)
+        request.get_host()  # raises DisallowedHost for a Host outside ALLOWED_HOSTS
+        if self.match is None:
+            self.match = resolve(HEALTHZ_PATH)
+        request.resolver_match = self.match
+        return healthz_response()
 
 
 @require_GET

@@ -56,10 +56,22 @@ LATENCY = Histogram(
 THROTTLED = Counter("projektor_throttled", "Requests refused with 429 throttled.")
 
 
+# Each (method, route, status)'s two series, looked up once per process: ``labels``
+# validates and joins the labels on every call. The metrics keep every series they
+# were asked for anyway, so this holds no more than they do.
+_series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+
 def observe_request(method: str, route: str, status: int, duration: float) -> None:
-    labels = (method, route, str(status))
-    REQUESTS.labels(*labels).inc()
-    LATENCY.labels(*labels).observe(duration)
+    series = _series.get((method, route, status))
+    if series is None:
+        labels = (method, route, str(status))
+        series = _series[method, route, status] = (
+            REQUESTS.labels(*labels),
+            LATENCY.labels(*labels),
+        )
+    series[0].inc()
+    series[1].observe(duration)
     if status == 429:
         THROTTLED.inc()
 

@@ -3,7 +3,9 @@
 import pytest
 from django.core.cache import caches
 from django.db.migrations.recorder import MigrationRecorder
+from django.http import JsonResponse
 from django.test import Client
+from prometheus_client import REGISTRY
 
 from projektor.operations import health
 
@@ -13,6 +15,28 @@ def test_healthz_answers_without_touching_the_database():
     response = Client().get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+def test_healthz_answers_from_its_middleware_as_the_view_did(rf):
+    # The view and the middleware's shortcut write the same answer, byte for byte.
+    labels = {"method": "GET", "route": "healthz", "status": "200"}
+    before = REGISTRY.get_sample_value("projektor_http_requests_total", labels) or 0
+    served = Client().get("/healthz")
+    assert REGISTRY.get_sample_value("projektor_http_requests_total", labels) == before + 1
+    assert served.content == JsonResponse({"status": "ok"}).content
+    assert served["Content-Type"] == "application/json"
+    assert served["Content-Length"] == str(len(served.content))
+    assert served["X-Content-Type-Options"] == "nosniff"  # the security headers stay
+    assert served.wsgi_request.resolver_match.view_name == "healthz"
+    assert health.healthz(rf.get("/healthz")).content == served.content
+
+
+def test_healthz_refuses_a_foreign_host_and_other_methods():
+    client = Client()
+    assert client.get("/healthz", headers={"Host": "evil.example"}).status_code == 400
+    assert client.post("/healthz").status_code == 405
+    assert client.head("/healthz").status_code == 405  # require_GET, as before
+    assert client.get("/healthz/").status_code == 404
 
 
 @pytest.mark.django_db
