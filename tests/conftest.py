@@ -252,6 +252,7 @@ XDIST_GROUPS = {
     # two of them at once would pass PostgreSQL's 100 connections.
     "tests/coordination/races/": "many-connections",
     "tests/benchmarks/test_bench.py": "many-connections",
+    "tests/benchmarks/test_bench_fleet.py": "many-connections",
     # One live server for the run (its database named after the configured one and the
     # worker process, so a second server, should the group ever be split, has its own).
     "tests/agent/": "agent-live-server",
