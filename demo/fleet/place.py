@@ -99,22 +99,20 @@ def ensure_repository(place: Place, paths: Iterable[str]) -> bool:
     place.home.mkdir(parents=True, exist_ok=True)
     place.worktrees.mkdir(exist_ok=True)
     place.logs.mkdir(exist_ok=True)
-    created = not (place.repo / ".git").exists()
-    if created:
+    if not (place.repo / ".git").exists():
         place.repo.mkdir(exist_ok=True)
         git(place.repo, "init", "--quiet", f"--initial-branch={BRANCH}")
         git(place.repo, "config", "user.name", AUTHOR[0])
         git(place.repo, "config", "user.email", AUTHOR[1])
+    created = not has_branch(place.repo)  # new, or its first commit never made
     tracked = (
-        set(git(place.repo, "ls-tree", "-r", "--name-only", BRANCH).split())
-        if not created
-        else set()
+        set() if created else set(git(place.repo, "ls-tree", "-r", "--name-only", BRANCH).split())
     )
     wanted = sorted({*world.SOURCE_TREE, *(file for path in paths for file in files_for(path))})
     missing = [path for path in wanted if path not in tracked]
     if not missing:
         return created
-    # main may be checked out here or not; a worktree of its own adds the files safely.
+    # Later files are committed in a worktree of their own, then main fast-forwarded.
     if created:
         write_files(place.repo, missing)
         git(place.repo, "add", "--", *missing)
@@ -127,12 +125,23 @@ def ensure_repository(place: Place, paths: Iterable[str]) -> bool:
             git(adding, "add", "--", *missing)
             git(adding, "commit", "--quiet", "-m", "The files the demo's new issues name")
             head = git(adding, "rev-parse", "HEAD").strip()
-            git(place.repo, "update-ref", f"refs/heads/{BRANCH}", head)
-            if git(place.repo, "symbolic-ref", "--quiet", "HEAD").strip() == f"refs/heads/{BRANCH}":
-                git(place.repo, "reset", "--quiet", "--keep", head)
         finally:
             git(place.repo, "worktree", "remove", "--force", str(adding))
+        if git(place.repo, "branch", "--show-current").strip() == BRANCH:
+            git(place.repo, "merge", "--quiet", "--ff-only", head)  # its checkout follows
+        else:
+            git(place.repo, "update-ref", f"refs/heads/{BRANCH}", head)
     return created
+
+
+def has_branch(repo: Path) -> bool:
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
 
 
 def files_for(path: str) -> list[str]:
