@@ -272,6 +272,7 @@ REST_FRAMEWORK = {
     # orjson behind DRF's JSON renderer and parser, byte for byte (coordination/api/renderers.py).
     "DEFAULT_PARSER_CLASSES": ["coordination.api.renderers.FastJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["coordination.api.renderers.FastJSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "coordination.api.renderers.FastContentNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,

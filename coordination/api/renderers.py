@@ -22,17 +22,20 @@ from __future__ import annotations
 import codecs
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 import orjson
 from django.conf import settings
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
 
 ENCODE_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 LINE_SEPARATOR, PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
 UTF_8 = codecs.lookup("utf-8").name
+JSON = "application/json"
 # A number with a fraction or an exponent: after a colon, comma or bracket, digits
 # then "." or "e" (orjson writes no spaces, so no other form reaches here).
 FLOAT = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.e]")
@@ -84,3 +87,27 @@ class FastJSONParser(JSONParser):
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             return super().parse(io.BytesIO(raw), media_type, parser_context)
+
+
+class FastContentNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation, with its answer for the Accept headers agents send written
+    down: no Accept, ``*/*`` or ``application/json``, no ``?format=`` and no format
+    suffix, and a JSON renderer first. DRF parses the header into media types and
+    ranks them on every request; for these headers it always picks the first renderer
+    with ``application/json``. Anything else is DRF's own negotiation."""
+
+    PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderers = list(renderers)  # DRF passes a list; the base class takes any iterable
+        if (
+            format_suffix is None
+            and renderers
+            and renderers[0].media_type == JSON
+            and request.META.get("HTTP_ACCEPT", "") in self.PLAIN_ACCEPT
+            and not request.META.get("QUERY_STRING")
+        ):
+            return renderers[0], JSON
+        return super().select_renderer(request, renderers, format_suffix)

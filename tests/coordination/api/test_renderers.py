@@ -10,10 +10,12 @@ from dataclasses import dataclass
 import pytest
 from django.utils.functional import lazy
 from rest_framework.exceptions import ParseError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
 
-from coordination.api.renderers import FastJSONParser, FastJSONRenderer
+from coordination.api.renderers import FastContentNegotiation, FastJSONParser, FastJSONRenderer
 
 UTC = dt.UTC
 lazy_text = lazy(lambda: "lazily translated", str)
@@ -112,6 +114,7 @@ def test_the_api_answers_through_them():
     renderers, parsers = api_settings.DEFAULT_RENDERER_CLASSES, api_settings.DEFAULT_PARSER_CLASSES
     assert renderers == [FastJSONRenderer]
     assert parsers == [FastJSONParser]
+    assert api_settings.DEFAULT_CONTENT_NEGOTIATION_CLASS is FastContentNegotiation
 
 
 @pytest.mark.parametrize(
@@ -120,3 +123,38 @@ def test_the_api_answers_through_them():
 def test_floats_are_written_as_python_writes_them(number):
     document = {"value": number, "list": [number, {"inner": number}]}
     assert FastJSONRenderer().render(document) == JSONRenderer().render(document)
+
+
+@pytest.mark.parametrize(
+    ("accept", "query"),
+    [
+        (None, ""),
+        ("*/*", ""),
+        ("application/json", ""),
+        ("application/json; indent=4", ""),
+        ("text/html", ""),
+        ("text/html, application/json;q=0.9", ""),
+        ("application/*", ""),
+        ("*/*", "format=json"),
+        ("*/*", "format=yaml"),
+        ("application/json", "workspace=acme"),
+    ],
+)
+def test_the_negotiation_answers_as_drfs(rf, accept, query):
+    class YAML(BaseRenderer):
+        media_type, format = "application/yaml", "yaml"
+
+    headers = {} if accept is None else {"Accept": accept}
+    request = Request(rf.get(f"/api/v1/workflow/?{query}", headers=headers))
+
+    def negotiated(negotiation, renderers, suffix):
+        try:
+            renderer, media_type = negotiation.select_renderer(request, renderers, suffix)
+        except Exception as error:  # noqa: BLE001 - a refusal must be the same too
+            return type(error)
+        return type(renderer), media_type
+
+    for renderers in ([FastJSONRenderer()], [FastJSONRenderer(), YAML()], [YAML()]):
+        for suffix in (None, "json", "yaml"):
+            fast = negotiated(FastContentNegotiation(), renderers, suffix)
+            assert fast == negotiated(DefaultContentNegotiation(), renderers, suffix)
