@@ -622,6 +622,10 @@ ROWS = [
         "edits refused at edit time",
         lambda r: f"{r['edits_refused']} ({r['edits_moved']} moved, {r['edits_left']} left)",
     ),
+    (
+        "runners lost (died, or hung at the stop)",
+        lambda r: str(sum(1 for status in r["runner_exits"].values() if status != 0)),
+    ),
     ("server 5xx", lambda r: str(r["server_errors"])),
 ]
 

@@ -1,8 +1,8 @@
 """The fleet experiment on a small run (``--quick``: every ingredient, a crash, a
 dependency, a hot file shared by several issues): real runners, the scripted agent, real
 git, gunicorn. Coordinated, it meets the bar: no conflicting integration, no issue done
-twice, every crashed agent's issue finished, no 5xx. Uncoordinated, it runs to the end
-and is measured the same way. On SQLite scratch files, or databases of their own beside
+twice, every crashed agent's issue finished, no 5xx (the uncoordinated condition is the
+bench's own: it doubles the time). On SQLite scratch files, or databases of their own beside
 the configured PostgreSQL one (created and dropped by the experiment)."""
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ def test_the_coordinated_fleet_meets_the_bar(tmp_path: Path) -> None:
     settings = experiment.QUICK
     said: list[str] = []
     results = experiment.run(
-        settings, dict(connection.settings_dict), said.append, keep=tmp_path / "fleet"
+        settings,
+        dict(connection.settings_dict),
+        said.append,
+        conditions=("coordinated",),
+        keep=tmp_path / "fleet",
     )
-    coordinated, uncoordinated = results["coordinated"], results["uncoordinated"]
+    coordinated = results["coordinated"]
     diagnosis = json.dumps(results, indent=1)[:6000]
     plan = Plan.load(tmp_path / "fleet" / "coordinated" / "plan.json")
     assert any(issue.blocked_by for issue in plan.issues)
@@ -34,13 +38,4 @@ def test_the_coordinated_fleet_meets_the_bar(tmp_path: Path) -> None:
     assert coordinated["crashes"] >= 1, diagnosis
     assert coordinated["crashed_taken_over"] == coordinated["crashes"]
     assert all(crash["waited_seconds"] is not None for crash in coordinated["crash_details"])
-
-    assert uncoordinated["server_errors"] == 0 and uncoordinated["finished"], diagnosis
-    assert uncoordinated["issues_done"] == settings.issues
-    assert uncoordinated["edits_refused"] == 0  # nothing announced, nothing refused
-    assert uncoordinated["integrations"] == (
-        uncoordinated["landed"] + uncoordinated["conflicting_integrations"]
-    )
-
-    table = experiment.render(results)
-    assert "conflicting integrations" in table and "coordinated ÷ uncoordinated" in table
+    assert "| conflicting integrations" in experiment.render(results)
