@@ -44,8 +44,10 @@ class Scanner:
             return gitops.upstream(self.work.runner.repo, str(unit.base))
         return unit.base
 
-    def scan(self) -> list[str]:
-        """Claim the changed paths not held yet; the paths taken now."""
+    def scan(self, again: bool = True) -> list[str]:
+        """Claim the changed paths not held yet; the paths taken now. Without
+        ``again``, a path refused before is not asked for again (each refusal is a
+        conflict row on the server): the hand-in's scans ask again."""
         with self.lock:
             workdir, base = self.unit.workdir, self.base
             if workdir is None or base is None:
@@ -55,7 +57,9 @@ class Scanner:
                 del self.conflicts[gone]
             for gone in set(self.unfresh) - set(changed):
                 del self.unfresh[gone]
-            wanted = [p for p in changed if not self.covered(p)]
+            wanted = [
+                p for p in changed if not self.covered(p) and (again or p not in self.conflicts)
+            ]
             if wanted:
                 self.refresh_known()
                 wanted = [p for p in wanted if not self.covered(p)]
@@ -180,7 +184,7 @@ class Scanner:
             told = ""
             while not done.wait(period):
                 try:
-                    self.scan()
+                    self.scan(again=False)
                 except (CommandError, OSError) as error:
                     said = getattr(error, "message", str(error))
                     if said != told:

@@ -254,6 +254,10 @@ class UnitWork:
             try:
                 landed = integrate.integrate(self)
             except (integrate.Failed, Interrupted) as failed:
+                if self.watch.lost:  # another session's work now: nothing done for it
+                    if self.integration and self.integration.get("status") == "running":
+                        self.best_effort("finish the integration", self.finish_run, "failed", True)
+                    return self.taken()
                 self.give_back(f"not integrated: {str(failed) or 'the runner was interrupted'}")
                 return REFUSED
             except CommandError as error:
