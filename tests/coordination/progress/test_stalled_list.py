@@ -97,3 +97,12 @@ def test_the_stalled_list_costs_the_same_however_many_sessions_of_any_kind(
     body = response.json()
     assert body["count"] == rows and len(body["results"]) == rows
     assert all(row["stalled"] and row["live"] for row in body["results"])
+
+
+def test_the_stalled_filter_combines_with_the_agents_name(api, workspace):
+    fleet(workspace, ended=2, dead=2, moving=2, stalled=3)
+    listed = api.get(f"{V1}/sessions/?stalled=true&agent=coder").json()
+    assert listed["count"] == 3
+    assert api.get(f"{V1}/sessions/?stalled=true&agent=nobody").json()["count"] == 0
+    others = api.get(f"{V1}/sessions/?stalled=false&agent=coder").json()
+    assert others["count"] == 6
