@@ -17,6 +17,12 @@ JSON_PREFIXES = (API_PREFIX, "/mcp")
 FAVICON = "coordination/favicon.ico"  # a static file, served by WhiteNoise
 
 urlpatterns = [
+    # The API first: the agents' calls are most of the traffic, and Django tries the
+    # patterns in order (no pattern below matches under api/v1/ but the catch-all).
+    path("api/v1/schema/", PublicSchemaView.as_view(), name="schema"),
+    path("api/v1/docs/", PublicDocsView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("coordination.api.urls")),
+    path("api/v1/", include(heatmap_urls.api_urlpatterns)),
     path("", include("projektor.operations.urls")),  # /healthz, /readyz, /metrics
     path("", include(heatmap_urls.urlpatterns)),  # the managers' pages
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
@@ -26,10 +32,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("guard/", include("coordination.guard.urls")),
     path("agent/", include(guard_urls.agent_urlpatterns)),  # the `projektor` command
-    path("api/v1/schema/", PublicSchemaView.as_view(), name="schema"),
-    path("api/v1/docs/", PublicDocsView.as_view(url_name="schema"), name="api-docs"),
-    path("api/v1/", include("coordination.api.urls")),
-    path("api/v1/", include(heatmap_urls.api_urlpatterns)),
     path("mcp", include("coordination.mcp.urls")),  # MCP for agents: API key, no CSRF
     # Any other /api/ URL answers JSON too, never Django's HTML page (even with DEBUG),
     # for every method: agents send no CSRF cookie, and there is nothing here to protect.
