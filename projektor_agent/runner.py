@@ -8,8 +8,8 @@ protocol for it (docs/agents.md, "The agent command").
 --integrate lands the issue's branch on the default branch before the hand-in, while
 the lease and claims are still held, one integration at a time per project (a run on
 the project's primary worktree). --scan claims the paths the agent changed, every
-SECONDS and before the hand-in; a path another issue holds makes the hand-in wait
-(--on-conflict wait) or fail (--on-conflict fail).
+SECONDS and before the hand-in (0: off); a path another issue holds makes the hand-in
+wait (--on-conflict wait) or fail (--on-conflict fail).
 
 Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
 nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.

@@ -230,7 +230,7 @@ class UnitWork:
     def hand_in(self) -> int:
         unit = self.unit
         try:
-            unsettled = scan.settle(self)
+            unsettled = scan.settle(self) if self.args.scan > 0 else None  # 0: off
         except Interrupted:
             self.give_back("the runner was interrupted while the hand-in waited")
             return REFUSED

@@ -199,6 +199,7 @@ def test_without_a_primary_worktree_the_branch_lands_by_git_alone(api, projektor
     assert git(repo, "branch", "--show-current") == "elsewhere"
     assert not (repo / "notes.md").exists()
     assert api.get(f"/issues/{issue['id']}/")["status"] == "in_review"
+    assert api.get("/file-claims/", issue=issue["id"])["results"] == []  # --scan 0: off
 
 
 def test_with_a_remote_the_branch_is_rebased_onto_its_default_branch_and_pushed(
