@@ -56,11 +56,12 @@ class Queue:
     free: bool = False
 
 
-def queue_filter(d: Dialect, queue: Queue) -> Statement:
+def queue_filter(d: Dialect, queue: Queue, *, paged: bool = True) -> Statement:
     """The issues of the queue: without a live lease (invariant 2: a dead holder's
     issue is free again, and so is an aged-out lease's, invariant 17), of its project
     if it names one, ready and not blocked (invariant 16), or open; with ``free``,
-    colliding with no live claim."""
+    colliding with no live claim. ``paged``: for a page, which stops at its end, not
+    for the count, which looks at every issue."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
         f" WHERE held.issue_id = i.id AND held.released_at IS NULL"
@@ -71,13 +72,20 @@ def queue_filter(d: Dialect, queue: Queue) -> Statement:
     if queue.project_id is not None:
         where += " AND i.project_id = %s"
         params.append(queue.project_id)
-    if queue.closed is None:
-        where += f" AND {READY} AND NOT {blocked('i')}"
-    else:
+    if queue.closed is not None:
         where += f" AND i.status NOT IN ({placeholders(queue.closed)})"
         params += list(queue.closed)
-    if queue.free:
-        where += f" AND NOT {collides(d, 'i')}"
+        if queue.free:
+            where += f" AND NOT {collides(d, 'i')}"
+    elif queue.free:
+        # Paths are checked only for the issues left once the blocked ones are out: a
+        # CASE is evaluated in order on both databases, where two terms let
+        # PostgreSQL check every ready issue's paths first.
+        fence = " OFFSET 0" if paged and d.postgres else ""
+        where += f" AND {READY} AND CASE WHEN {blocked('i', fence=fence)} THEN 0"
+        where += f" WHEN {collides(d, 'i')} THEN 0 ELSE 1 END = 1"
+    else:
+        where += f" AND {READY} AND NOT {blocked('i')}"
     return where, params
 
 
@@ -92,7 +100,7 @@ def queue_issues(d: Dialect, queue: Queue) -> str:
 def queue_count(d: Dialect, queue: Queue) -> Statement:
     """How many issues ``queue_page`` pages through (for the ready issues only, read
     off the partial index: on PostgreSQL, an index-only scan)."""
-    where, params = queue_filter(d, queue)
+    where, params = queue_filter(d, queue, paged=False)
     return f"SELECT COUNT(*) FROM {queue_issues(d, queue)} WHERE {where}", params
 
 
@@ -100,23 +108,36 @@ def queue_window(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statem
     """Every column of the page's issues, in the queue's order: for the ready issues
     only, read off the partial index in that order up to the page's end."""
     where, params = queue_filter(d, queue)
+    shown = ", ".join([columns(ISSUE, "i"), *queue_keys(d, queue)])
     return (
-        f"SELECT {columns(ISSUE, 'i')} FROM {queue_issues(d, queue)} WHERE {where}"
-        f" ORDER BY {queue_order(d, queue)} LIMIT %s OFFSET %s",
+        f"SELECT {shown} FROM {queue_issues(d, queue)} WHERE {where}"
+        f" ORDER BY {queue_order(queue)} LIMIT %s OFFSET %s",
         [*params, limit, offset],
     )
 
 
-def queue_order(d: Dialect, queue: Queue) -> str:
+def queue_keys(d: Dialect, queue: Queue) -> list[str]:
+    """The window's sort keys beyond rank and age, as columns: the page orders its
+    rows by them again without a second look at the issues' paths and blockers."""
+    keys = []
+    if queue.closed is not None:
+        keys.append(f"CASE WHEN {READY} AND NOT {blocked('i')} THEN 0 ELSE 1 END AS queue_ready")
+    if queue.avoid_collisions and not queue.free:
+        keys.append(f"CASE WHEN {collides(d, 'i')} THEN 1 ELSE 0 END AS queue_collides")
+    return keys
+
+
+def queue_order(queue: Queue) -> str:
     """Rank, then (avoiding collisions) the issues that collide with none first, then
     age. With a collision term the database still reads the index in rank order and
-    sorts each rank's issues only, up to the page's end."""
+    checks and sorts each rank's issues only, up to the page's end: the ranks before
+    it and the one it ends in. The keys of ``queue_keys`` by name."""
     order = ORDER
     if queue.avoid_collisions and not queue.free:
-        order = f"{RANK}, CASE WHEN {collides(d, 'i')} THEN 1 ELSE 0 END, i.created_at, i.id"
+        order = f"{RANK}, queue_collides, i.created_at, i.id"
     if queue.closed is None:
         return order
-    return f"CASE WHEN {READY} AND NOT {blocked('i')} THEN 0 ELSE 1 END, {order}"
+    return f"queue_ready, {order}"
 
 
 def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statement:
@@ -152,6 +173,6 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
         f" LEFT JOIN {LEASE} l ON l.issue_id = i.id AND l.released_at IS NULL"
         f" LEFT JOIN {SESSION} ls ON ls.id = l.session_id"
         f" LEFT JOIN {AGENT} la ON la.id = l.agent_id"
-        f" ORDER BY {queue_order(d, queue)}",
+        f" ORDER BY {queue_order(queue)}",
         params,
     )
