@@ -3,6 +3,7 @@
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 Statement = tuple[str, list[Any]]
@@ -61,11 +62,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+@cache  # a few dozen (table, alias) pairs; every statement of every request names some
 def columns(table: str, alias: str) -> str:
     """``alias.column, ...`` for every column of ``table``."""
     return ", ".join(f"{alias}.{column}" for column in COLUMNS[table])
 
 
+@cache
 def related_columns(table: str, key: str) -> str:
     """Every column of the ``table`` row whose id is ``key``, one primary-key subquery
     each (all NULL when ``key`` is): another table's row in a ``RETURNING`` list,
