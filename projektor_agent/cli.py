@@ -130,8 +130,7 @@ def add_run(one: argparse.ArgumentParser) -> None:
         type=float,
         default=5.0,
         metavar="SECONDS",
-        help="claim the paths the agent changed every SECONDS and before the hand-in "
-        "(5; 0: off)",
+        help="claim the paths the agent changed every SECONDS and before the hand-in (5; 0: off)",
     )
     one.add_argument(
         "--on-conflict",
