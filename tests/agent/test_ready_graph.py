@@ -3,6 +3,9 @@ issue names its collisions with what others hold, the free ones first (invariant
 
 import json
 
+from tests.agent.conftest import agent_command, released, unique
+from tests.agent.test_runner import control_dir, started
+
 
 def test_ready_shows_collisions_and_leaves_blocked_work_out(api, projektor, repo):
     project = api.project()
@@ -25,3 +28,61 @@ def test_ready_shows_collisions_and_leaves_blocked_work_out(api, projektor, repo
     assert listed["results"][1]["collisions"] == [
         {"path": "src/api/views.py", "held_path": "src/api/", "issue": held["id"], "agent": "atlas"}
     ]
+
+
+def test_run_next_takes_the_first_collision_free_issue_over_a_more_urgent_colliding_one(
+    api, projektor, repo, tmp_path
+):
+    project, control = api.project(), control_dir(tmp_path)
+    held = api.issue(project, "Held work", paths=["src/api/"])
+    api.post("/work/start/", {"agent": unique("atlas"), "issue": held["id"]}, expect=201)
+    colliding = api.issue(project, "Urgent, colliding", priority=1, paths=["src/api/views.py"])
+    free = api.issue(project, "Low, free", priority=4, paths=["docs/guide.md"])
+    heads = [row["id"] for row in api.get("/issues/ready/", project=project)["results"]]
+    assert heads == [colliding["id"], free["id"]]  # the server ranks priority first
+
+    runner = projektor(
+        "run",
+        "--next",
+        "--project",
+        project,
+        *agent_command(control, "--wait"),
+        cwd=repo,
+        agent=unique("runner"),
+        wait=False,
+    )
+
+    assert started(control, runner)["env"]["PROJEKTOR_ISSUE"] == str(free["id"])
+    released(control)
+    assert runner.wait() == 0, runner.stderr
+    assert api.get(f"/issues/{free['id']}/")["status"] == "in_review"
+    assert api.get(f"/issues/{colliding['id']}/")["status"] == "todo"
+
+
+def test_run_next_takes_nothing_when_every_issue_collides(api, projektor, repo, tmp_path):
+    """Each start claims the issue's expected paths and is refused while another holds
+    them: the runner tries each in turn, then says there is nothing to take."""
+    project, control = api.project(), control_dir(tmp_path)
+    held = api.issue(project, "Held work", paths=["src/"])
+    api.post("/work/start/", {"agent": unique("atlas"), "issue": held["id"]}, expect=201)
+    first = api.issue(project, "Urgent, colliding", priority=1, paths=["src/a.py"])
+    second = api.issue(project, "Low, colliding", priority=4, paths=["src/b.py"])
+
+    run = projektor(
+        "run",
+        "--next",
+        "--project",
+        project,
+        *agent_command(control),
+        cwd=repo,
+        agent=unique("runner"),
+    )
+
+    assert run.returncode == 1, run.stderr
+    assert "nothing to take" in run.stderr
+    tried = [line for line in run.stderr.splitlines() if "trying the next" in line]
+    assert [line.split()[2] for line in tried] == [str(first["id"]), str(second["id"])]
+    assert not (control / "started.json").exists()
+    for issue in (first, second):
+        assert api.get(f"/issues/{issue['id']}/")["status"] == "todo"
+        assert api.leases(issue["id"]) == []
