@@ -86,3 +86,23 @@ def test_the_board_marks_a_stalled_holders_card(alice, stuck, make_issue, worksp
 def test_the_agents_page_shows_its_stall_and_note(alice, stuck):
     html = logged_in(alice).get("/workspaces/acme/agents/coder-1/").content.decode()
     assert 'class="tag bad stalled"' in html and "rerunning tests" in html
+
+
+def test_an_aged_out_lease_shows_aged_out_on_the_issue_and_agent_pages(
+    alice, workspace, project, make_issue, make_session
+):
+    Project.objects.filter(pk=project.pk).update(max_lease_age_seconds=60)
+    issue = make_issue(title="Held too long")
+    lease = leases.claim_issue(
+        workspace=workspace, issue_id=issue.pk, session_id=make_session("coder-1").pk
+    ).lease
+    client = logged_in(alice)
+    pages = (f"/workspaces/acme/issues/{issue.pk}/", "/workspaces/acme/agents/coder-1/")
+    for page in pages:
+        html = client.get(page).content.decode()
+        assert '<span class="tag live">live</span>' in html and "aged out" not in html
+    IssueLease.objects.filter(pk=lease.pk).update(ages_out_at=timezone.now() - timedelta(seconds=1))
+    for page in pages:
+        html = client.get(page).content.decode()
+        assert 'class="tag stale aged-out"' in html and ">aged out</span>" in html, page
+        assert '<span class="tag live">live</span>' not in html, page
