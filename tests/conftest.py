@@ -256,6 +256,9 @@ XDIST_GROUPS = {
     # One live server for the run (its database named after the configured one and the
     # worker process, so a second server, should the group ever be split, has its own).
     "tests/agent/": "agent-live-server",
+    # gunicorn and the demo fleet's runners and agents: one such run at a time.
+    "tests/demo/test_demo_fleet.py": "demo-fleet",
+    "tests/demo/test_demo_stalls.py": "demo-fleet",
 }
 
 
