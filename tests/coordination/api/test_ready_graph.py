@@ -124,6 +124,28 @@ def test_collision_free_first_within_a_priority_free_and_the_plain_order(api, qu
     assert api.get(f"{V1}/issues/ready/?avoid_collisions=2").status_code == 400
 
 
+def test_blocked_and_colliding_together_each_form_counts_what_it_lists(
+    api, workspace, queued, holder
+):
+    holder(["hot/"])
+    blocker = queued("blocker", ["docs/b.md"], age=9)
+    queued("unblocked colliding", ["hot/a.py"], age=8)
+    queued("unblocked free", ["cold/a.py"], age=7)
+    for title, paths in (("blocked colliding", ["hot/b.py"]), ("blocked free", ["cold/b.py"])):
+        blocked = queued(title, paths, age=6)
+        graph.link_issues(
+            workspace=workspace, source_id=blocker.pk, type="blocks", target_id=blocked.pk
+        )
+    for query, titles in (
+        ("?free=true", ["blocker", "unblocked free"]),
+        ("", ["blocker", "unblocked free", "unblocked colliding"]),
+        ("?avoid_collisions=false", ["blocker", "unblocked colliding", "unblocked free"]),
+    ):
+        body = api.get(f"{V1}/issues/ready/{query}").json()
+        assert [row["title"] for row in body["results"]] == titles, query
+        assert body["count"] == len(titles), query
+
+
 def test_the_head_of_the_queue_does_not_collide_now(api, queued, holder):
     holder(["src/"])
     queued("older, colliding", ["src/models.py"], age=5)
@@ -146,9 +168,9 @@ def test_the_collision_check_is_one_statement_however_many_claims(
     }
     expected = 3
 
-    def page_costs():
+    def page_costs(query=""):
         with django_assert_num_queries(expected):
-            rows = ready(api)
+            rows = ready(api, query)
         return rows
 
     holder(["a/"], title="h0")
@@ -157,8 +179,11 @@ def test_the_collision_check_is_one_statement_however_many_claims(
     for n in range(1, 30):
         holder([f"d{n}/", f"f{n}.py"], title=f"h{n}")
         queued(f"q{n}", [f"d{n}/x.py", f"f{n}.py", "free/"])
+    queued("unheld", ["free/"])
     rows = page_costs()
     assert sum(len(row["collisions"]) for row in rows) == 1 + 29 * 2
+    assert [row["title"] for row in page_costs("?free=true")] == ["unheld"]
+    assert len(page_costs("?avoid_collisions=false")) == 31
 
 
 def test_the_collisions_are_index_lookups_of_the_live_claims(workspace):
@@ -175,3 +200,101 @@ def test_the_collisions_are_index_lookups_of_the_live_claims(workspace):
         assert "SCAN c " not in plan and "SCAN issue_file_claims" not in plan, plan
     else:
         assert "Seq Scan on issue_file_claims" not in plan, plan
+
+
+# --- how the queue's statements run (PostgreSQL's plans, as its planner chooses them) --
+
+
+def plan_nodes(statement, *, analyze=False):
+    """Every node of PostgreSQL's plan for a statement, subplans included."""
+    sql, params = statement
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN ({'ANALYZE, ' if analyze else ''}FORMAT JSON) {sql}", params)
+        (plan,) = cursor.fetchone()[0]
+    found, todo = [], [plan["Plan"]]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo += node.get("Plans", [])
+    return found
+
+
+def queue_statements(workspace, **flags):
+    from coordination.liveness import dialect
+    from coordination.services import sql
+
+    queue = sql.Queue(workspace_id=workspace.pk, **flags)
+    return {
+        "count": sql.queue_count(dialect(), queue),
+        "page": sql.queue_page(dialect(), queue, limit=100, offset=0),
+    }
+
+
+@pytest.mark.postgres
+def test_with_free_only_the_issues_the_blocked_ones_leave_have_their_paths_checked(
+    workspace, queued, holder
+):
+    """Checking an issue's paths costs index probes for each path; a blocked issue is
+    out whatever they find. Here 2 of 7 ready issues are not blocked: the expected
+    paths are read for those 2 only (once for the check, once for the page's rows)."""
+    holder(["held/"])
+    blocker = queued("blocker", ["src/blocker.py"], age=9)
+    queued("free", ["docs/free.md"], age=8)
+    for n in range(5):
+        blocked = queued(f"blocked {n}", [f"src/b{n}.py", "src/"], age=n)
+        graph.link_issues(
+            workspace=workspace, source_id=blocker.pk, type="blocks", target_id=blocked.pk
+        )
+    for name, statement in queue_statements(workspace, free=True).items():
+        loops = [
+            node["Actual Loops"]
+            for node in plan_nodes(statement, analyze=True)
+            if node.get("Relation Name") == "issue_expected_paths"
+        ]
+        assert loops and max(loops) == 2, (name, loops)
+
+
+@pytest.mark.postgres
+def test_the_claims_are_probed_from_each_expected_path_whatever_the_statistics(
+    workspace, make_issue, make_session
+):
+    """With thousands of live claims and fresh statistics, PostgreSQL's planner, left
+    free, once read every live claim for each issue and probed its expected paths from
+    them (seconds a page). The claims are read only by index, from an expected path:
+    each read of the claims is a probe of their partial index on a path the expected
+    path gives (equality or its subtree's range)."""
+    from coordination.models import AgentSession, FileClaim
+
+    holding = make_issue(title="holding", status=S.IN_PROGRESS)
+    sessions = [make_session(f"holder-{n}") for n in range(20)]
+    FileClaim.objects.bulk_create(
+        FileClaim(
+            workspace=workspace,
+            issue=holding,
+            session=sessions[n % 20],
+            agent=sessions[n % 20].agent,
+            path=f"lib/h{n}/file.py",
+        )
+        for n in range(2_000)
+    )
+    for n in range(30):
+        issue = make_issue(title=f"ready {n}", status=S.TODO)
+        graph.set_expected_paths(issue=issue, paths=[f"src/m{n}.py", f"src/m{n}/", "lib/h7/"])
+    with connection.cursor() as cursor:
+        for model in (FileClaim, AgentSession, Issue):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+        cursor.execute("ANALYZE issue_expected_paths")
+    checked = [
+        ("default", "page", queue_statements(workspace, avoid_collisions=True)["page"]),
+        *(("free", name, sql) for name, sql in queue_statements(workspace, free=True).items()),
+    ]
+    for label, name, statement in checked:
+        claims = [
+            node
+            for node in plan_nodes(statement)
+            if node.get("Relation Name") == FileClaim._meta.db_table
+        ]
+        assert claims, (label, name)
+        for node in claims:
+            assert node.get("Index Name") == "one_unreleased_claim_per_path", (label, name, node)
+            assert ".probe" in node.get("Index Cond", ""), (label, name, node)
