@@ -1,9 +1,9 @@
-"""The demo fleet's side of HTTP: one client per actor, and the tally of every answer.
+"""The reviewer's side of HTTP, and the tally of every answer it got.
 
-An agent speaks with the fleet's API key; the reviewer is a person, logged in to the
-site with a session cookie and the CSRF token on writes (docs/api.md, Auth). Every
-answer, and every request that got none, is counted in the ``Tally``: the fleet's
-promise is that the server never answers 5xx, and the tally is how a test checks it.
+The reviewer is a person, logged in to the site with a session cookie and the CSRF
+token on writes (docs/api.md, Auth); the runners speak for themselves. Every answer,
+and every request that got none, is counted in the ``Tally``: the fleet's promise is
+that the server never answers 5xx, and the tally is how the command checks it.
 """
 
 from __future__ import annotations
@@ -71,14 +71,6 @@ class Tally:
         with self.lock:
             return {call: n for call, n in self.calls.items() if call[1] >= 500}
 
-    def unanswered(self) -> int:
-        with self.lock:
-            return sum(n for (_, status), n in self.calls.items() if status == NO_ANSWER)
-
-    def requests(self) -> int:
-        with self.lock:
-            return sum(self.calls.values())
-
 
 class Client:
     """One actor's connection to the server (kept alive), its answers tallied."""
@@ -131,13 +123,6 @@ class Client:
 
     def pause(self, seconds: float) -> None:
         self.stop.wait(min(max(seconds, 0.0), LONGEST_BACKOFF_SECONDS))
-
-
-class AgentClient(Client):
-    """An agent: the fleet's API key (docs/api.md, Auth)."""
-
-    def __init__(self, base_url: str, tally: Tally, stop: threading.Event, key: str) -> None:
-        super().__init__(base_url, tally, stop, {"Authorization": f"Bearer {key}"})
 
 
 class PersonClient(Client):

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from demo import world
+from demo.fleet import place
 from demo.fleet.client import NO_ANSWER, Tally
 from demo.fleet.context import FleetConfig, FleetContext, Record
 from demo.fleet.plan import DemoPlan
@@ -37,6 +38,7 @@ class Fleet:
         say: Callable[[str, int], None] | None = None,
     ) -> None:
         self.config = config
+        self.started_at = ""  # main's commit when the fleet started
         self.context = FleetContext(config, plan, say=say)
         self.rng = random.Random(config.seed)
         self.reviewer = Reviewer(self.context, seed=self.rng.randrange(2**32))
@@ -71,6 +73,7 @@ class Fleet:
         stop the runners (their work given back) and the reviewer."""
         deadline = time.monotonic() + seconds if seconds else float("inf")
         next_summary = time.monotonic() + SUMMARY_EVERY_SECONDS
+        self.started_at = place.git(self.config.place.repo, "rev-parse", place.BRANCH).strip()
         self.reviewer.thread.start()
         try:
             self.runners.start_all()
@@ -89,6 +92,13 @@ class Fleet:
                 self.reviewer.thread.join(JOIN_TIMEOUT_SECONDS)
         return self.record
 
+    def landed(self) -> int:
+        """Commits on the demo repository's main since the fleet started."""
+        if not self.started_at:
+            return 0
+        span = f"{self.started_at}..{place.BRANCH}"
+        return int(place.git(self.config.place.repo, "rev-list", "--count", span))
+
     def summary(self) -> str:
         statuses = self.tally.statuses()
         server_errors = sum(n for status, n in statuses.items() if status >= 500)
@@ -96,7 +106,8 @@ class Fleet:
             counts = dict(self.record.counts)
         happened = ", ".join(f"{what} {n}" for what, n in sorted(counts.items())) or "nothing yet"
         return (
-            f"fleet: {self.runners.alive()} runners at work ({self.runners.restarts} restarted); "
+            f"fleet: {self.runners.alive()} runners at work ({self.runners.restarts} restarted), "
+            f"{self.landed()} commits landed on main; "
             f"reviewer: {sum(statuses.values())} requests, {server_errors} 5xx, "
             f"{statuses.get(NO_ANSWER, 0)} unanswered; {happened}"
         )

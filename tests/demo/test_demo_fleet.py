@@ -7,6 +7,7 @@ SIGTERM stops the command and every process it started. Every wait is on a condi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from datetime import datetime
 from io import StringIO
@@ -47,7 +48,9 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     text = fleet.output()
     assert status == 0, text
     assert "3 runners and a reviewer at work" in text
-    assert " 0 5xx" in text.strip().splitlines()[-1], text
+    summary = text.strip().splitlines()[-1]
+    assert " 0 5xx" in summary, text
+    assert re.search(r" [1-9]\d* commits landed on main", summary), summary
     assert processes_under(place) == []
     # Its work is on main: the scripted agent's commit (its trailer names the issue),
     # touching files the issue names.
