@@ -5,7 +5,10 @@ claims held by 100 live sessions, some of them on the queue's expected paths.
 
 For each form of the queue (the plain order, collision-free first, ``free=true``) it
 prints the median and p95 of its first page (the count and the page, as the API pages
-it) and how many statements that took. The data lives in a throw-away workspace.
+it) and how many statements that took; then the database's own work for the count and
+the page statements, which the machine's load does not move: PostgreSQL's buffer hits
+(EXPLAIN ANALYZE), SQLite's virtual-machine steps (counted by its progress handler). The
+data lives in a throw-away workspace.
 """
 
 import random
@@ -21,6 +24,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from benchmarks.load import analyze
+from coordination.liveness import dialect
 from coordination.models import (
     Agent,
     AgentSession,
@@ -33,7 +37,7 @@ from coordination.models import (
 )
 from coordination.paths import ancestors, is_directory, subtree_bounds
 from coordination.selectors.issues import ready_issues
-from coordination.services import bulk, logs
+from coordination.services import bulk, logs, sql
 
 PAGE = 100
 
@@ -187,3 +191,43 @@ class Command(BaseCommand):
             f" ({colliding} colliding): median {statistics.median(timings):.1f} ms,"
             f" p95 {p95:.1f} ms, {statements} statements"
         )
+        d = dialect()
+        form = sql.Queue(
+            workspace_id=workspace.pk,
+            avoid_collisions=flags.get("avoid_collisions", True),
+            free=flags.get("free", False),
+        )
+        work = {
+            "count": database_work(sql.queue_count(d, form)),
+            "page": database_work(sql.queue_page(d, form, limit=PAGE, offset=0)),
+        }
+        unit = "buffer hits" if d.postgres else "VM steps"
+        self.stdout.write(
+            f"    database work ({unit}): count {work['count']:,}, page {work['page']:,}"
+        )
+
+
+def database_work(statement: sql.Statement) -> int:
+    """What one run of ``statement`` costs the database, whatever the machine's load:
+    PostgreSQL's shared buffer hits, SQLite's virtual-machine steps (to the hundred)."""
+    text, params = statement
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {text}", params)
+            (plan,) = cursor.fetchone()[0]
+            return int(plan["Plan"]["Shared Hit Blocks"])
+        steps = 0
+
+        def step() -> int:
+            nonlocal steps
+            steps += 100
+            return 0  # carry on
+
+        raw = connection.connection
+        raw.set_progress_handler(step, 100)
+        try:
+            cursor.execute(text, params)
+            cursor.fetchall()
+        finally:
+            raw.set_progress_handler(None, 100)
+        return steps
