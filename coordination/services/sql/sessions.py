@@ -192,9 +192,13 @@ def session_page(d: Dialect, listed: SessionList, *, limit: int, offset: int) ->
     joining 1,000 live sessions to their agents before keeping 100 took 3.7 ms on
     PostgreSQL and 5 ms on SQLite, against 1.2 and 1.6 ms this way."""
     join, where, params = session_filter(d, listed)
+    # Stalled: the live range read, then sorted. Ordered by the bare id, PostgreSQL
+    # may walk every session newest first to meet a few stalled ones (it guesses far
+    # more stalled than there are): 6.4 ms over 41,000 sessions, against 1 ms.
+    order = f"{SESSION}.id + 0" if listed.stalled else f"{SESSION}.id"
     window = (
         f"SELECT {SESSION}.id FROM {SESSION}{join} WHERE {where}"
-        f" ORDER BY {SESSION}.id DESC LIMIT %s OFFSET %s"
+        f" ORDER BY {order} DESC LIMIT %s OFFSET %s"
     )
     return (
         f"SELECT {shown_session_columns(d)} FROM ({window}) page"
