@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from demo.fleet.place import Place
+from demo.fleet.place import Place, git
 
 PROC = Path("/proc")
 RESTART_AFTER_SECONDS = 5.0  # a runner that exited comes back, not at once
@@ -96,6 +96,7 @@ class Runners:
         }
 
     def start(self, name: str) -> None:
+        tidy(self.spec.place.worktrees / name, say=lambda text: self.say(f"{name:<8} {text}", 1))
         log = (self.spec.place.logs / f"{name}.log").open("ab")
         process = subprocess.Popen(
             runner_command(self.spec, self.homes[name]),
@@ -153,6 +154,33 @@ class Runners:
         for runner in self.running.values():
             runner.process.wait()
             runner.log.close()
+
+
+def tidy(worktree: Path, say: Callable[[str], None]) -> None:
+    """A worktree a runner killed at the last stop left mid-rebase or with uncommitted
+    edits: the rebase undone, the edits committed on its branch, so that the runner
+    (which never discards work) can take new work there."""
+    if not (worktree / ".git").exists():
+        return
+    for state in ("rebase-merge", "rebase-apply"):
+        where = place_git(worktree, "rev-parse", "--git-path", state)
+        if where and (worktree / where).exists():
+            place_git(worktree, "rebase", "--abort")
+    if place_git(worktree, "status", "--porcelain"):
+        place_git(worktree, "add", "-A")
+        place_git(
+            worktree, "commit", "--quiet", "--no-verify", "-m",
+            "Unfinished work left when the demo fleet last stopped",
+        )  # fmt: skip
+        say(f"committed the unfinished work left in {worktree} on its branch")
+
+
+def place_git(worktree: Path, *args: str) -> str:
+    """git in the worktree; its output, or "" when it failed (tidying is best effort)."""
+    try:
+        return git(worktree, *args).strip()
+    except RuntimeError:
+        return ""
 
 
 def package_root() -> str:

@@ -17,6 +17,7 @@ from coordination.services.graph import expected_paths
 from demo import world
 from demo.fleet import place as places
 from demo.fleet.plan import OPEN, DemoPlan, Pacing, entry, prepare
+from demo.fleet.runners import tidy
 from demo.workbench.agent import find
 
 
@@ -92,3 +93,32 @@ def test_every_open_issue_is_planned_as_a_filesystem_issue_with_files(tmp_path):
         assert expected_paths(issue), issue
         for path in planned["paths"] + planned["extra"] + planned["alternatives"]:
             assert (place.repo / path).is_file(), path
+
+
+def test_a_worktree_left_dirty_or_mid_rebase_is_tidied_for_its_runner(tmp_path):
+    place = places.Place(tmp_path / "demo")
+    places.ensure_repository(place, [])
+    worktree = place.worktrees / "atlas"
+    git(place.repo, "worktree", "add", "-q", "-b", "projektor/1-fix", str(worktree), "main")
+    said: list[str] = []
+    tidy(worktree, said.append)
+    assert said == [] and git(worktree, "rev-list", "--count", "main..HEAD").strip() == "0"
+    # A rebase stopped on a conflict, and edits besides: a killed runner's leftovers.
+    (worktree / "README.md").write_text("the branch's line\n")
+    git(worktree, "commit", "-qam", "The branch's change")
+    (place.repo / "README.md").write_text("main's line\n")
+    git(place.repo, "commit", "-qam", "Main's change")
+    rebase = subprocess.run(["git", "rebase", "main"], cwd=worktree, capture_output=True)
+    assert rebase.returncode != 0  # stopped on the conflict
+    tidy(worktree, said.append)
+    assert git(worktree, "status", "--porcelain") == ""
+    assert git(worktree, "log", "-1", "--format=%s").strip() == "The branch's change"
+    (worktree / "docs/faq.md").write_text("an edit\n")
+    (worktree / "new.txt").write_text("a new file\n")
+    tidy(worktree, said.append)
+    assert git(worktree, "status", "--porcelain") == ""
+    assert git(worktree, "log", "-1", "--format=%s").strip() == (
+        "Unfinished work left when the demo fleet last stopped"
+    )
+    assert git(worktree, "branch", "--show-current").strip() == "projektor/1-fix"
+    assert len(said) == 1
