@@ -1,10 +1,11 @@
 """The fleet's runners: ``projektor run --loop`` processes with the scripted agent,
 each in a process group of its own, and their stop.
 
-A runner started its agent in a process group of the agent's own, so stopping a
-runner's group does not reach its agent: the stop sends SIGTERM to each runner (it
-passes it on to its agent, gives the work back and exits), waits, then SIGKILLs every
-process group it saw under the runners, agents included, so nothing outlives the fleet.
+A runner starts its agent in a process group of the agent's own, so stopping a
+runner's group does not reach its agent: the stop notes the groups under each runner,
+sends SIGTERM to each runner (it passes it on to its agent, gives the work back and
+exits), waits, then SIGKILLs the runners left and the groups it noted, so nothing
+outlives the fleet.
 """
 
 from __future__ import annotations
@@ -76,7 +77,6 @@ class Runners:
     ) -> None:
         self.spec, self.homes, self.say = spec, dict(homes), say
         self.running: dict[str, Runner] = {}
-        self.seen_groups: set[int] = set()
         self.restarts = 0
 
     def environment(self, name: str) -> dict[str, str]:
@@ -107,7 +107,6 @@ class Runners:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the fleet, which stops them in order
         )
-        self.seen_groups.add(process.pid)
         self.running[name] = Runner(name, process, log, time.monotonic())
         self.say(f"{name:<8} runner started on {self.homes[name]} (pid {process.pid})", 2)
 
@@ -116,10 +115,9 @@ class Runners:
             self.start(name)
 
     def tend(self) -> None:
-        """Note the agents' process groups; restart a runner a while after it exited."""
+        """Restart a runner a while after it exited."""
         now = time.monotonic()
         for runner in list(self.running.values()):
-            self.seen_groups.update(groups_under(runner.process.pid))
             status = runner.process.poll()
             if status is None:
                 continue
@@ -138,22 +136,27 @@ class Runners:
         return [runner.process.pid for runner in self.running.values()]
 
     def stop(self, grace: float) -> None:
-        """SIGTERM to each runner; after ``grace`` seconds, SIGKILL to every group seen."""
+        """SIGTERM to each runner; after ``grace`` seconds, SIGKILL to the runners left
+        and to every process group that was under a runner when the stop began (its
+        agent's, which outlives a killed runner)."""
+        groups: set[int] = set()
         for runner in self.running.values():
-            self.seen_groups.update(groups_under(runner.process.pid))
             if runner.process.poll() is None:
+                groups.update(groups_under(runner.process.pid))
                 with suppress(ProcessLookupError):
                     runner.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + grace
         for runner in self.running.values():
             with suppress(subprocess.TimeoutExpired):
                 runner.process.wait(max(0.0, deadline - time.monotonic()))
-        for group in sorted(self.seen_groups):
+        groups.update(r.process.pid for r in self.running.values() if r.process.poll() is None)
+        for group in sorted(groups):
             with suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
         for runner in self.running.values():
             runner.process.wait()
-            runner.log.close()
+            if not runner.log.closed:
+                runner.log.close()
 
 
 def tidy(worktree: Path, say: Callable[[str], None]) -> None:
