@@ -500,10 +500,11 @@ def crash_record(
     later = [lease for lease in leases if parse_time(lease["acquired_at"]) >= at]
     taken = later[0] if later else None
     waited = (parse_time(taken["acquired_at"]) - at).total_seconds() if taken else None
+    how = CRASHED.search(message["body"])
     return {
         "issue": key,
         "agent": agent,
-        "how": CRASHED.search(message["body"]).group(1) if CRASHED.search(message["body"]) else "",  # type: ignore[union-attr]
+        "how": how.group(1) if how else "",
         "taken_by": taken["agent"] if taken else None,
         "waited_seconds": round(waited, 2) if waited is not None else None,
         "finished": status == "done",

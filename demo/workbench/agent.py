@@ -160,7 +160,7 @@ class Work:
             at = next((n for n, line in enumerate(lines) if line.rstrip("\n") == marker), None)
             if at is None:
                 at = len(lines)
-            entry = self.entry(path, indent=re.match(r"\s*", marker).group())  # type: ignore[union-attr]
+            entry = self.entry(path, indent=marker[: len(marker) - len(marker.lstrip())])
         else:
             at = self.rng.randint(1, max(1, len(lines)))
             entry = self.entry(path, indent="")
