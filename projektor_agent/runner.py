@@ -137,17 +137,19 @@ class Runner:
         query = {"project": self.args.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
         free = [i for i in ready if not i.get("collisions")]
+        full: set[Any] = set()  # projects at their WIP limit: their other issues wait too
         for issue in free + [i for i in ready if i.get("collisions")]:
             if self.interrupted:
                 raise Interrupted()
-            if int(issue["id"]) in self.skipped:
+            if int(issue["id"]) in self.skipped or issue.get("project") in full:
                 continue
             try:
                 return self.start(int(issue["id"]))
             except Refused as refused:
                 if refused.code == "wip_limit_reached":
-                    say(f"the project's WIP limit is reached: {refused.message}")
-                    return None
+                    say(f"issue {issue['id']}: its project is at its WIP limit; trying another")
+                    full.add(issue.get("project"))
+                    continue
                 if refused.code not in TAKEN_ELSEWHERE:
                     raise
                 say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")

@@ -134,3 +134,24 @@ def test_the_agents_report_json_and_a_passing_verification_make_the_report(
     assert (
         "exited with status 0" in handed["verification"] and "12 passed" in handed["verification"]
     )
+
+
+def test_next_passes_over_a_project_at_its_wip_limit_to_another_projects_issue(
+    api, projektor, repo, tmp_path
+):
+    full = unique("p")
+    api.post("/projects/", {"key": full, "name": full, "agent_wip_limit": 1}, expect=201)
+    held = api.issue(full, "Held by another agent")
+    api.post("/work/start/", {"agent": unique("holder"), "issue": held["id"]}, expect=201)
+    urgent = api.issue(full, "Urgent, but its project is full", priority=1)
+    other = api.issue(api.project(), "Another project's work", priority=4)
+    ready_ids = [i["id"] for i in api.get("/issues/ready/")["results"]]
+    assert ready_ids.index(urgent["id"]) < ready_ids.index(other["id"])
+    control = control_dir(tmp_path)
+
+    runner = projektor("run", "--next", *agent_command(control), cwd=repo, agent=unique("overflow"))
+
+    assert runner.returncode == 0, runner.stderr
+    assert read_json(control / "started.json")["env"]["PROJEKTOR_ISSUE"] == str(other["id"])
+    assert api.get(f"/issues/{other['id']}/")["status"] == "in_review"
+    assert api.get(f"/issues/{urgent['id']}/")["status"] == "todo"
