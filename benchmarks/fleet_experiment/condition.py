@@ -1,71 +1,48 @@
-"""The fleet experiment (``manage.py bench_fleet``): does Projektor prevent merge conflicts?
-
-N runners (``projektor run --loop --worktrees … --integrate``) work M issues of a
-generated repository (``demo.workbench``) with the scripted agent, in two conditions
-over the same seed, each on a fresh database (a copy of one migrated template), a
-fresh copy of the repository and its own gunicorn (``benchmarks.server``):
-
-- *coordinated*: issues declare their paths, the runners scan and claim what the agent
-  touches (``--scan``) and install the Claude Code hooks, through which the agent
-  announces each edit (and obeys a refusal);
-- *uncoordinated*: the same agents and the same integration, each on its own branch in
-  its own worktree, no claims: issues without paths, ``--scan 0``, no hooks, edits
-  unannounced. What worktree isolation alone gives.
-
-A person (logged in to the site, the only one who may pass ``in_review → done``)
-accepts each handed-in issue, so that dependencies unblock. A condition ends when every
-issue is done (or at the time cap); the runners are stopped with SIGTERM, then the
-server. What is measured, from the server's records, the repository and the runners'
-own messages: issues done, integrations (landed on ``main``, and conflicting: a
-runner's give-back naming a rebase conflict, with its files), issues whose work landed
-twice (commits of the agent per issue on ``main``), wall time, issues per minute,
-crashes, how long a crashed issue waited before a runner took it again and whether it
-was finished, and the server's 5xx (its ``/metrics``).
-"""
+"""One condition of the experiment: its server, its runners, the person, the measures."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from contextlib import suppress
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
-from django.conf import settings as django_settings
 
 from benchmarks import server as harness
+from benchmarks.fleet_experiment.databases import ROOT
+from benchmarks.fleet_experiment.measures import (
+    CONFLICTED,
+    CRASHED,
+    GIVE_BACK,
+    PLANNED_CRASH,
+    Runner,
+    agent_notes,
+    crash_record,
+    git,
+    log_errors,
+)
+from benchmarks.fleet_experiment.settings import Progress, Settings
 from demo.fleet.client import PersonClient, Tally
 from demo.workbench import repository
 from demo.workbench.agent import TRAILER
 
-CONDITIONS = ("coordinated", "uncoordinated")
 AGENT = Path(repository.__file__).with_name("agent.py")
-ROOT = Path(django_settings.BASE_DIR)
 PROJECT = "WB"
 WORKSPACE = "workbench"
 REVIEWER = "reviewer"
 NEVER_REFUSES = "100000000/min"
 POLL_SECONDS = 0.5
 STOP_SECONDS = 40.0  # a runner's agent gets --grace (10 s) after SIGTERM, then its give-back
-GIVE_BACK = re.compile(r"projektor run: agent (?P<agent>\S+) gave issue (?P<issue>\d+) back: ")
-# A rebase that cannot be made clean: at the landing, or when a claim needed a fresh base.
-CONFLICTED = re.compile(r"conflict|cannot be rebased", re.IGNORECASE)
-PLANNED_CRASH = "crashing as planned"  # the agent's last words, in the give-back's stderr tail
-CRASHED = re.compile(r"the agent (exited with status [1-9]\d*|was killed by SIG\w+)")
 SEED_SCRIPT = f"""
 import json, secrets, sys
 import django
@@ -84,104 +61,6 @@ workspace.members.add(person)
 fleet = ApiKey.issue(workspace, "bench")[1]
 print(json.dumps({{"fleet": fleet, "agents": agents, "password": password}}))
 """
-
-
-@dataclass(frozen=True)
-class Settings:
-    runners: int = 4
-    issues: int = 24
-    seed: int = 1
-    ttl: float = 8.0  # the server's session TTL: the long workers outlast it
-    scan: float = 2.0  # the coordinated runners' --scan
-    time_cap: float = 600.0  # per condition
-    work_seconds: tuple[float, float] = (1.0, 3.0)
-    crash_rate: float = 0.12
-
-
-DEFAULT = Settings()
-QUICK = Settings(runners=3, issues=6, ttl=6.0, time_cap=240.0, work_seconds=(0.5, 1.5))
-
-Progress = Callable[[str], None]
-
-
-# --- the databases ---------------------------------------------------------------------------
-
-
-class Databases:
-    """One migrated template beside the configured database, and a fresh copy of it per
-    condition: a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL."""
-
-    def __init__(self, settings_dict: dict[str, Any], where: Path) -> None:
-        self.sqlite = "sqlite" in settings_dict["ENGINE"]
-        self.where = where
-        self.made: list[str] = []
-        base = str(settings_dict["NAME"]).rsplit("/", 1)[-1] or "projektor"
-        self.prefix = f"{base}_fleet_{os.getpid()}"
-        self.admin: dict[str, Any] = {
-            "host": settings_dict.get("HOST") or harness.HOST,
-            "port": int(settings_dict.get("PORT") or 5432),
-            "user": settings_dict.get("USER") or "postgres",
-            "password": settings_dict.get("PASSWORD") or None,
-            "dbname": "postgres",
-            "autocommit": True,
-        }
-
-    def url(self, name: str) -> str:
-        if self.sqlite:
-            return f"sqlite:///{self.where / (name + '.sqlite3')}"
-        auth = quote(self.admin["user"])
-        if self.admin["password"]:
-            auth += ":" + quote(self.admin["password"])
-        return f"postgres://{auth}@{self.admin['host']}:{self.admin['port']}/{self.prefix}_{name}"
-
-    def execute(self, statement: str) -> None:
-        import psycopg
-
-        with psycopg.connect(**self.admin) as connection:
-            connection.execute(statement)
-
-    def template(self) -> None:
-        if not self.sqlite:
-            self.execute(f'DROP DATABASE IF EXISTS "{self.prefix}_template" WITH (FORCE)')
-            self.execute(f'CREATE DATABASE "{self.prefix}_template"')
-            self.made.append("template")
-        migrate = subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
-            cwd=ROOT,
-            env=harness.app_environment({"DATABASE_URL": self.url("template")}),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if migrate.returncode != 0:
-            raise RuntimeError(f"migrate failed: {migrate.stderr[-2000:]}")
-
-    def fresh(self, name: str) -> str:
-        if self.sqlite:
-            shutil.copyfile(self.where / "template.sqlite3", self.where / f"{name}.sqlite3")
-        else:
-            self.execute(f'DROP DATABASE IF EXISTS "{self.prefix}_{name}" WITH (FORCE)')
-            self.execute(
-                f'CREATE DATABASE "{self.prefix}_{name}" TEMPLATE "{self.prefix}_template"'
-            )
-            self.made.append(name)
-        return self.url(name)
-
-    def drop(self) -> None:
-        if not self.sqlite:
-            for name in self.made:
-                with suppress(Exception):  # noqa: BLE001 - the next run drops it again
-                    self.execute(f'DROP DATABASE IF EXISTS "{self.prefix}_{name}" WITH (FORCE)')
-
-
-# --- one condition -------------------------------------------------------------------------
-
-
-@dataclass
-class Runner:
-    agent: str
-    process: subprocess.Popen[bytes]
-    err: Path
 
 
 class Condition:
@@ -490,183 +369,3 @@ class Condition:
             if match:
                 total += int(float(match.group(1)))
         return total
-
-
-def crash_record(
-    key: int, agent: str, message: dict[str, Any], leases: list[dict[str, Any]], status: str
-) -> dict[str, Any]:
-    """When the crashed work was given back, and who took it next, how much later."""
-    at = parse_time(message["created_at"])
-    later = [lease for lease in leases if parse_time(lease["acquired_at"]) >= at]
-    taken = later[0] if later else None
-    waited = (parse_time(taken["acquired_at"]) - at).total_seconds() if taken else None
-    how = CRASHED.search(message["body"])
-    return {
-        "issue": key,
-        "agent": agent,
-        "how": how.group(1) if how else "",
-        "taken_by": taken["agent"] if taken else None,
-        "waited_seconds": round(waited, 2) if waited is not None else None,
-        "finished": status == "done",
-    }
-
-
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def agent_notes(runners: list[Runner]) -> dict[str, int]:
-    """What the agents said of refused edits (their stderr passes through the runner's)."""
-    text = "".join(runner.err.read_text(errors="replace") for runner in runners)
-    return {
-        "refused": text.count("workbench agent: the hook refused"),
-        "moved": len(re.findall(r"workbench agent: .* instead$", text, re.MULTILINE)),
-        "left": text.count("is someone else's: left alone"),
-    }
-
-
-def log_errors(log: Path) -> int:
-    """Tracebacks in the server's log (a 5xx the metrics might not see: a worker killed)."""
-    try:
-        return log.read_text(errors="replace").count("Traceback (most recent call last)")
-    except OSError:
-        return 0
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
-
-
-# --- both ------------------------------------------------------------------------------------
-
-
-@contextmanager
-def scratch(keep: Path | None) -> Iterator[Path]:
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        yield keep
-        return
-    where = Path(tempfile.mkdtemp(prefix="projektor-fleet-"))
-    try:
-        yield where
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-
-
-def run(
-    settings: Settings,
-    settings_dict: dict[str, Any],
-    progress: Progress,
-    conditions: tuple[str, ...] = CONDITIONS,
-    keep: Path | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Each condition over the same seed; ``keep``: a directory to leave everything in
-    (repositories, worktrees, runner and server logs), else a temporary one."""
-    results: dict[str, dict[str, Any]] = {}
-    with scratch(keep) as where:
-        databases = Databases(settings_dict, where)
-        try:
-            progress("migrating the template database")
-            databases.template()
-            for name in conditions:
-                directory = where / name
-                directory.mkdir()
-                progress(f"{name}: {settings.runners} runners, {settings.issues} issues")
-                condition = Condition(name, settings, databases.fresh(name), directory, progress)
-                results[name] = condition.run()
-        finally:
-            databases.drop()
-    return results
-
-
-def quick_or_default(quick: bool, **overrides: Any) -> Settings:
-    base = QUICK if quick else DEFAULT
-    return replace(base, **{k: v for k, v in overrides.items() if v is not None})
-
-
-# --- the table -------------------------------------------------------------------------------
-
-ROWS = [
-    ("issues done", lambda r: f"{r['issues_done']}/{r['issues']}"),
-    (
-        "integrations (landed + conflicted)",
-        lambda r: f"{r['integrations']} ({r['landed']} + {r['conflicting_integrations']})",
-    ),
-    (
-        "conflicting integrations",
-        lambda r: f"{r['conflicting_integrations']} ({r['conflict_rate']:.0%})",
-    ),
-    (
-        "files in conflicts",
-        lambda r: ", ".join(f"{p} ×{n}" for p, n in r["conflict_files"].items()) or "none",
-    ),
-    ("work done twice", lambda r: str(r["done_twice"])),
-    ("wall time", lambda r: f"{r['wall_seconds']:.0f} s"),
-    ("issues per minute", lambda r: f"{r['issues_per_minute']:.2f}"),
-    ("agent crashes", lambda r: str(r["crashes"])),
-    (
-        "crashed issues finished",
-        lambda r: (
-            f"{r['crashed_taken_over']}"
-            f" ({r['crashed_taken_over_by_another_runner']} by another runner)"
-        ),
-    ),
-    (
-        "crashed work waited (max)",
-        lambda r: (
-            "-" if r["crash_wait_seconds_max"] is None else f"{r['crash_wait_seconds_max']:.1f} s"
-        ),
-    ),
-    (
-        "edits refused at edit time",
-        lambda r: f"{r['edits_refused']} ({r['edits_moved']} moved, {r['edits_left']} left)",
-    ),
-    (
-        "runners lost (died, or hung at the stop)",
-        lambda r: str(sum(1 for status in r["runner_exits"].values() if status != 0)),
-    ),
-    ("server 5xx", lambda r: str(r["server_errors"])),
-]
-
-
-def render(results: dict[str, dict[str, Any]]) -> str:
-    names = [name for name in CONDITIONS if name in results]
-    width = max(len(label) for label, _ in ROWS)
-    cells = {name: [cell(results[name]) for _, cell in ROWS] for name in names}
-    widths = {name: max(len(name), *(len(c) for c in cells[name])) for name in names}
-    lines = ["| " + " | ".join([" " * width, *(name.ljust(widths[name]) for name in names)]) + " |"]
-    lines.append("|" + "|".join(["-" * (width + 2), *("-" * (widths[n] + 2) for n in names)]) + "|")
-    for row, (label, _) in enumerate(ROWS):
-        values = [cells[name][row].ljust(widths[name]) for name in names]
-        lines.append("| " + " | ".join([label.ljust(width), *values]) + " |")
-    if len(names) == 2:
-        coordinated, uncoordinated = (results[n]["issues_per_minute"] for n in CONDITIONS)
-        ratio = coordinated / uncoordinated if uncoordinated else float("inf")
-        lines.append(f"\nThroughput, coordinated ÷ uncoordinated: {ratio:.2f}")
-    for name in names:
-        for conflict in results[name]["conflicts"]:
-            lines.append(f"{name}: issue W{conflict['issue']} conflicted: {conflict['reason']}")
-    return "\n".join(lines)
-
-
-def bar(results: dict[str, dict[str, Any]]) -> list[str]:
-    """What the coordinated condition must show; each miss, said."""
-    misses = []
-    for name, result in results.items():
-        if result["server_errors"] or result["client_5xx"]:
-            misses.append(f"{name}: {result['server_errors']} 5xx answered")
-    coordinated = results.get("coordinated")
-    if coordinated is not None:
-        if coordinated["conflicting_integrations"]:
-            misses.append(
-                f"coordinated: {coordinated['conflicting_integrations']} conflicting integrations"
-            )
-        if coordinated["done_twice"]:
-            misses.append(f"coordinated: issues done twice {coordinated['done_twice_issues']}")
-        if coordinated["crashed_taken_over"] < coordinated["crashes"]:
-            misses.append("coordinated: a crashed agent's issue was not finished")
-        if coordinated["issues_done"] < coordinated["issues"]:
-            misses.append(f"coordinated: {coordinated['issues_done']}/{coordinated['issues']} done")
-    return misses

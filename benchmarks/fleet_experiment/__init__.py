@@ -1,0 +1,85 @@
+"""The fleet experiment (``manage.py bench_fleet``): does Projektor prevent merge conflicts?
+
+N runners (``projektor run --loop --worktrees … --integrate``) work M issues of a
+generated repository (``demo.workbench``) with the scripted agent, in two conditions
+over the same seed, each on a fresh database (a copy of one migrated template), a
+fresh copy of the repository and its own gunicorn (``benchmarks.server``):
+
+- *coordinated*: issues declare their paths, the runners scan and claim what the agent
+  touches (``--scan``) and install the Claude Code hooks, through which the agent
+  announces each edit (and obeys a refusal);
+- *uncoordinated*: the same agents and the same integration, each on its own branch in
+  its own worktree, no claims: issues without paths, ``--scan 0``, no hooks, edits
+  unannounced. What worktree isolation alone gives.
+
+A person (logged in to the site, the only one who may pass ``in_review → done``)
+accepts each handed-in issue, so that dependencies unblock. A condition ends when every
+issue is done (or at the time cap); the runners are stopped with SIGTERM, then the
+server. What is measured, from the server's records, the repository and the runners'
+own messages: issues done, integrations (landed on ``main``, and conflicting: a
+runner's give-back naming a rebase conflict, with its files), issues whose work landed
+twice (commits of the agent per issue on ``main``), wall time, issues per minute,
+crashes, how long a crashed issue waited before a runner took it again and whether it
+was finished, and the server's 5xx (its ``/metrics``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.fleet_experiment.condition import Condition
+from benchmarks.fleet_experiment.databases import Databases
+from benchmarks.fleet_experiment.report import bar, render
+from benchmarks.fleet_experiment.settings import CONDITIONS, DEFAULT, QUICK, Progress, Settings
+
+__all__ = ["CONDITIONS", "DEFAULT", "QUICK", "Settings", "bar", "quick_or_default", "render", "run"]
+
+
+@contextmanager
+def scratch(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    where = Path(tempfile.mkdtemp(prefix="projektor-fleet-"))
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def run(
+    settings: Settings,
+    settings_dict: dict[str, Any],
+    progress: Progress,
+    conditions: tuple[str, ...] = CONDITIONS,
+    keep: Path | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each condition over the same seed; ``keep``: a directory to leave everything in
+    (repositories, worktrees, runner and server logs), else a temporary one."""
+    results: dict[str, dict[str, Any]] = {}
+    with scratch(keep) as where:
+        databases = Databases(settings_dict, where)
+        try:
+            progress("migrating the template database")
+            databases.template()
+            for name in conditions:
+                directory = where / name
+                directory.mkdir()
+                progress(f"{name}: {settings.runners} runners, {settings.issues} issues")
+                condition = Condition(name, settings, databases.fresh(name), directory, progress)
+                results[name] = condition.run()
+        finally:
+            databases.drop()
+    return results
+
+
+def quick_or_default(quick: bool, **overrides: Any) -> Settings:
+    base = QUICK if quick else DEFAULT
+    return replace(base, **{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,70 @@
+"""What a condition's records say: crashes, conflicts, the agents' notes, the log."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+GIVE_BACK = re.compile(r"projektor run: agent (?P<agent>\S+) gave issue (?P<issue>\d+) back: ")
+# A rebase that cannot be made clean: at the landing, or when a claim needed a fresh base.
+CONFLICTED = re.compile(r"conflict|cannot be rebased", re.IGNORECASE)
+PLANNED_CRASH = "crashing as planned"  # the agent's last words, in the give-back's stderr tail
+CRASHED = re.compile(r"the agent (exited with status [1-9]\d*|was killed by SIG\w+)")
+
+
+@dataclass
+class Runner:
+    agent: str
+    process: subprocess.Popen[bytes]
+    err: Path
+
+
+def crash_record(
+    key: int, agent: str, message: dict[str, Any], leases: list[dict[str, Any]], status: str
+) -> dict[str, Any]:
+    """When the crashed work was given back, and who took it next, how much later."""
+    at = parse_time(message["created_at"])
+    later = [lease for lease in leases if parse_time(lease["acquired_at"]) >= at]
+    taken = later[0] if later else None
+    waited = (parse_time(taken["acquired_at"]) - at).total_seconds() if taken else None
+    how = CRASHED.search(message["body"])
+    return {
+        "issue": key,
+        "agent": agent,
+        "how": how.group(1) if how else "",
+        "taken_by": taken["agent"] if taken else None,
+        "waited_seconds": round(waited, 2) if waited is not None else None,
+        "finished": status == "done",
+    }
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def agent_notes(runners: list[Runner]) -> dict[str, int]:
+    """What the agents said of refused edits (their stderr passes through the runner's)."""
+    text = "".join(runner.err.read_text(errors="replace") for runner in runners)
+    return {
+        "refused": text.count("workbench agent: the hook refused"),
+        "moved": len(re.findall(r"workbench agent: .* instead$", text, re.MULTILINE)),
+        "left": text.count("is someone else's: left alone"),
+    }
+
+
+def log_errors(log: Path) -> int:
+    """Tracebacks in the server's log (a 5xx the metrics might not see: a worker killed)."""
+    try:
+        return log.read_text(errors="replace").count("Traceback (most recent call last)")
+    except OSError:
+        return 0
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
