@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from projektor_agent.errors import UsageError
+from projektor_agent.output import say
 
 GUARD_MARK = "Projektor pre-commit guard"  # in the guard's docstring: a hook of ours
 BRANCH_PREFIX = "projektor/"
@@ -97,21 +98,40 @@ def worktree_state(path: Path) -> str:
     return hashlib.sha256(f"{head}\0{status}\0{diff}".encode()).hexdigest()
 
 
-def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> None:
-    """``where`` checked out on ``branch`` (made from ``base`` when new): a new linked
-    worktree of ``repo``, or the agent's worktree from an earlier run, reused when it
-    is clean. Never discards anyone's work."""
+def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> str:
+    """``where`` checked out on the issue's branch (made from ``base`` when new): a new
+    linked worktree of ``repo``, or the agent's worktree from an earlier run, reused
+    when it is clean. Returns the branch checked out. Never discards anyone's work.
+
+    A branch is never checked out in two worktrees: a commit in one would move it
+    under the other, whose files would then look like uncommitted changes (the
+    reverse of the commit). The issue's branch is ``branch`` or its latest
+    continuation (``branch-2``, ``-3``…). When that one is checked out in another
+    worktree (a runner that died mid-unit, or a person), that worktree is not ours
+    to touch, clean or not: the work goes on from the branch's tip on a new
+    continuation, so nothing there is lost, moved or reversed."""
+    ours = where.resolve()
+    latest = latest_branch(repo, branch)
+    start: str | None = None  # a new branch is made from it
+    if latest is None:
+        latest, start = branch, base
+    else:
+        holders = [path for path in checkouts_of(repo, latest) if path.resolve() != ours]
+        if holders:
+            start, latest = latest, next_branch(repo, branch)
+            say(
+                f"{start} is checked out in {holders[0]}, which is not this runner's to "
+                f"touch: the work goes on from its tip on a new branch, {latest}"
+            )
     if not where.exists():
         git("worktree", "prune", cwd=repo)
         where.parent.mkdir(parents=True, exist_ok=True)
-        if has_ref(repo, f"refs/heads/{branch}"):
-            # The branch of an earlier attempt: its work goes on (--force: it may still
-            # be checked out in the worktree of a runner that died).
-            git("worktree", "add", "--force", str(where), branch, cwd=repo)
+        if start is None:
+            git("worktree", "add", str(where), latest, cwd=repo)
         else:
-            git("worktree", "add", "-b", branch, str(where), base, cwd=repo)
-        return
-    if toplevel(where) != where.resolve() or common_dir(where) != common_dir(repo):
+            git("worktree", "add", "-b", latest, str(where), start, cwd=repo)
+        return latest
+    if toplevel(where) != ours or common_dir(where) != common_dir(repo):
         raise GitError(f"{where} exists and is not a worktree of {repo}: move it away")
     dirty = dirty_paths(where)
     if dirty:
@@ -120,10 +140,64 @@ def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> None:
             f"the worktree {where} has uncommitted changes ({shown}); commit or discard "
             "them there, then run again (the runner never discards work)"
         )
-    if has_ref(where, f"refs/heads/{branch}"):
-        git("checkout", "-q", "--ignore-other-worktrees", branch, cwd=where)
+    if start is None:
+        git("checkout", "-q", latest, cwd=where)
     else:
-        git("checkout", "-q", "-b", branch, base, cwd=where)
+        git("checkout", "-q", "-b", latest, start, cwd=where)
+    return latest
+
+
+def continuations(repo: Path, branch: str) -> dict[int, str]:
+    """``branch`` (as 1) and its continuations ``branch-N`` (as N) that exist."""
+    out = git("for-each-ref", "--format=%(refname:short)", "refs/heads/", cwd=repo).stdout
+    pattern = re.compile(re.escape(branch) + r"(?:-(\d+))?")
+    found: dict[int, str] = {}
+    for name in out.splitlines():
+        match = pattern.fullmatch(name.strip())
+        if match:
+            found[int(match.group(1) or 1)] = match.group(0)
+    return found
+
+
+def latest_branch(repo: Path, branch: str) -> str | None:
+    found = continuations(repo, branch)
+    return found[max(found)] if found else None
+
+
+def next_branch(repo: Path, branch: str) -> str:
+    return f"{branch}-{max(continuations(repo, branch), default=1) + 1}"
+
+
+def moved_under(path: Path) -> bool:
+    """True when the branch checked out in ``path`` is not where this worktree last
+    put it (its own HEAD reflog): it moved by a commit or reset elsewhere, and the
+    files that look uncommitted here may be the reverse of that commit."""
+    tip = git("rev-parse", "--verify", "-q", "HEAD", cwd=path, check=False).stdout.strip()
+    last = git("log", "-g", "-1", "--format=%H", "HEAD", cwd=path, check=False).stdout.strip()
+    return not last or tip != last
+
+
+def keep_leftover(repo: Path, where: Path, message: str) -> str | None:
+    """What a unit that never ended (its runner killed) left uncommitted in the
+    agent's worktree ``where``, committed onto the branch it had checked out: the
+    branch it was made for, so the work goes on from there. Only when that branch is
+    checked out nowhere else and did not move under ``where``; else it is left as it
+    is. Returns the branch committed on, or None."""
+    if not where.is_dir() or toplevel(where) != where.resolve():
+        return None
+    if common_dir(where) != common_dir(repo) or not dirty_paths(where):
+        return None
+    branch = current_branch(where)
+    if branch is None or moved_under(where):
+        return None
+    if any(path.resolve() != where.resolve() for path in checkouts_of(repo, branch)):
+        return None
+    return branch if commit_all(where, message) else None
+
+
+def detach(path: Path) -> None:
+    """Leave ``path`` on its commit, no branch checked out (its files as they are)."""
+    git("checkout", "-q", "--detach", cwd=path)
 
 
 def exclude(path: Path, *patterns: str) -> None:
@@ -229,16 +303,23 @@ def has_remote(repo: Path, name: str = "origin") -> bool:
     return git("remote", "get-url", name, cwd=repo, check=False).returncode == 0
 
 
-def checkout_of(repo: Path, branch: str) -> Path | None:
-    """The work tree (main or linked) that has ``branch`` checked out, if any."""
+def checkouts_of(repo: Path, branch: str) -> list[Path]:
+    """The work trees (main or linked) that have ``branch`` checked out."""
     out = git("worktree", "list", "--porcelain", cwd=repo).stdout
     where: Path | None = None
+    found: list[Path] = []
     for line in out.splitlines():
         if line.startswith("worktree "):
             where = Path(line[len("worktree ") :])
         elif line == f"branch refs/heads/{branch}" and where is not None:
-            return where
-    return None
+            found.append(where)
+    return found
+
+
+def checkout_of(repo: Path, branch: str) -> Path | None:
+    """The work tree (main or linked) that has ``branch`` checked out, if any."""
+    found = checkouts_of(repo, branch)
+    return found[0] if found else None
 
 
 def fast_forward(repo: Path, branch: str, old: str, new: str) -> str | None:

@@ -19,6 +19,7 @@ With --loop it runs until interrupted, and exits 0 then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import signal
 import threading
@@ -31,13 +32,14 @@ from projektor_agent.client import Client, for_issue
 from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
 from projektor_agent.output import emit, say, warn
 from projektor_agent.supervise import Child
-from projektor_agent.unit import SKIPPED, Interrupted, Unit, UnitWork
+from projektor_agent.unit import SKIPPED, Interrupted, SetupError, Unit, UnitWork
 
 DEFAULT_TTL = 120.0
 QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
 QUEUE_WAIT_SECONDS = 25
 CATCH_UP_LIMIT = 1000
 OUTAGE_PAUSE_SECONDS = 5
+SETUP_PAUSE_SECONDS = 5
 # Refusals that mean "someone else has this one": with --next, take the next.
 TAKEN_ELSEWHERE = ("lease_held", "blocked", "file_conflict", "invalid_transition", "issue_closed")
 
@@ -72,6 +74,7 @@ class Runner:
         self.worktree_slug: str | None = None
         self.cursor = 0  # the newest event id seen
         self.skipped: set[int] = set()  # issues whose worktree could not be resolved
+        self.passed_over: set[int] = set()  # this pass of the queue: a local setup failed
         self.interrupts = 0
         self.waiting = False  # in a long poll, which a signal may cut short
         self.child: Child | None = None
@@ -117,7 +120,13 @@ class Runner:
             if unit is None:
                 say("nothing to take: the ready queue has no issue this agent may start")
                 return REFUSED
-            status = UnitWork(self, unit).work()
+            try:
+                status = UnitWork(self, unit).work()
+            except SetupError as error:
+                if not self.args.loop:
+                    raise
+                self.after_setup_error(unit, error)
+                continue
             if status == SKIPPED:
                 if self.args.next:
                     continue
@@ -141,7 +150,9 @@ class Runner:
         for issue in free + [i for i in ready if i.get("collisions")]:
             if self.interrupted:
                 raise Interrupted()
-            if int(issue["id"]) in self.skipped or issue.get("project") in full:
+            if int(issue["id"]) in self.skipped | self.passed_over:
+                continue
+            if issue.get("project") in full:
                 continue
             try:
                 return self.start(int(issue["id"]))
@@ -153,7 +164,26 @@ class Runner:
                 if refused.code not in TAKEN_ELSEWHERE:
                     raise
                 say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")
+        self.passed_over.clear()  # the end of a pass: the next one tries them again
         return None
+
+    def after_setup_error(self, unit: Unit, error: SetupError) -> None:
+        """A --loop outlives a local setup error of one unit (the issue was given
+        back): other work after a pause, that issue not again in this pass."""
+        warn(f"issue {unit.id}: {error.message}; other work in {SETUP_PAUSE_SECONDS} s")
+        emit(self.args.json, {"issue": unit.id, "outcome": "not_handed_in", "exit_status": 2})
+        self.passed_over.add(unit.id)
+        self.waiting = True  # a signal ends the pause (and the loop) at once
+        try:
+            threading.Event().wait(SETUP_PAUSE_SECONDS)
+        finally:
+            self.waiting = False
+        if self.interrupted:
+            raise Interrupted()
+        # The give-back's own events are no news of work: a wait for the queue that
+        # follows is woken by later ones only.
+        with contextlib.suppress(Unreachable):  # the next take says so, and waits
+            self.catch_up(QUEUE_WAIT_TYPES)
 
     def start(self, issue_id: int) -> Unit:
         body: dict[str, Any] = {"agent": self.agent, "issue": issue_id}

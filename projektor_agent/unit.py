@@ -29,6 +29,11 @@ class Interrupted(Exception):
     """The runner was told to stop (SIGINT or SIGTERM) while no agent was running."""
 
 
+class SetupError(UsageError):
+    """The unit's local setup failed (its worktree, its files); the issue was given
+    back. With --loop the runner goes on with other work; without, exit 2."""
+
+
 class Unresolved(Exception):
     """The server could not resolve the run's worktree: the lease is already released."""
 
@@ -72,6 +77,7 @@ class UnitWork:
             return self._work()
         finally:
             self.watch.close()
+            self.leave_worktree("the runner stopped")  # done already, unless an error
             self.runner.cursor = max(self.runner.cursor, self.watch.cursor)
 
     def _work(self) -> int:
@@ -91,10 +97,12 @@ class UnitWork:
             return REFUSED
         except CommandError as error:  # a local setup error, or the server failing
             self.give_back(f"the runner could not prepare the work: {error.message}")
+            if isinstance(error, UsageError):
+                raise SetupError(error.message, body=error.body) from None
             raise
         except OSError as error:  # the worktree or its files could not be written
             self.give_back(f"the runner could not prepare the work: {error}")
-            raise UsageError(f"cannot prepare the work for issue {unit.id}: {error}") from None
+            raise SetupError(f"cannot prepare the work for issue {unit.id}: {error}") from None
         if self.watch.lost:
             return self.taken()
         if self.runner.interrupted:
@@ -161,9 +169,16 @@ class UnitWork:
         if run.get("lock_mode") == "exclusive" and worktrees is not None:
             repo = self.runner.repo
             unit.base = gitops.default_branch(repo)
-            unit.branch = gitops.branch_name(unit.id, str(unit.issue.get("title", "")))
             unit.workdir = worktrees / str(run.get("worktree"))
-            gitops.prepare_worktree(repo, unit.workdir, unit.branch, unit.base)
+            leftover = (
+                f"projektor: work left uncommitted by a unit of {self.runner.agent} "
+                "that did not end (its runner stopped)"
+            )
+            kept = gitops.keep_leftover(repo, unit.workdir, leftover)
+            if kept:
+                say(f"{unit.workdir}: what an earlier unit left uncommitted is kept on {kept}")
+            name = gitops.branch_name(unit.id, str(unit.issue.get("title", "")))
+            unit.branch = gitops.prepare_worktree(repo, unit.workdir, name, unit.base)
             return
         unit.workdir = Path.cwd()
         if gitops.toplevel(unit.workdir) is not None and gitops.has_ref(unit.workdir, "HEAD"):
@@ -224,6 +239,7 @@ class UnitWork:
     def taken(self) -> int:
         """Nothing is finished or handed in for work that another session owns now."""
         say(f"issue {self.unit.id}: not handed in ({self.watch.lost})")
+        self.leave_worktree(f"taken: {self.watch.lost}")
         self.end_session()
         return REFUSED
 
@@ -245,6 +261,8 @@ class UnitWork:
             if not passed:
                 self.give_back(f"the verification failed: {self.verification}")
                 return REFUSED
+        # What the agent left uncommitted is part of what it hands in: on its branch.
+        self.commit_leftover(f"projektor: work of {self.runner.agent} on issue {unit.id}")
         report = self.report(self.verification)  # before landing: the branch's own commits
         if self.watch.lost:
             return self.taken()
@@ -270,6 +288,7 @@ class UnitWork:
                 self.best_effort("finish the integration", self.finish_run, "succeeded", True)
         if self.watch.lost:
             return self.taken()
+        self.leave_worktree("handed in")  # before the lease goes: the branch is free
         if unit.run:
             self.best_effort("finish the run", self.finish_run, "succeeded")
         self.watch.close()  # finish_work ends the session: that end is not a loss
@@ -333,7 +352,7 @@ class UnitWork:
         unit = self.unit
         say(f"issue {unit.id}: giving it back: {why}")
         self.watch.close()
-        self.keep_unfinished_work(why)
+        self.leave_worktree(why)  # before the lease goes: whoever takes it next finds it free
         body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
         if child is not None and child.tail:
             body += "\n\nThe last lines of its stderr:\n```\n" + "\n".join(child.tail) + "\n```"
@@ -346,22 +365,46 @@ class UnitWork:
         self.best_effort("release the lease", self.release_lease)
         self.end_session()
 
-    def keep_unfinished_work(self, why: str) -> None:
-        """In the agent's own worktree, what it left uncommitted goes onto the issue's
-        branch: the next unit there starts clean, and whoever takes the issue next
-        continues from it. Never in a checkout the runner did not make."""
+    def leave_worktree(self, why: str) -> None:
+        """At the unit's end, in the agent's own worktree: what the agent left
+        uncommitted goes onto the issue's branch (the next unit there starts clean,
+        and whoever takes the issue next continues from it), then the worktree is
+        detached, so the branch is checked out nowhere between units. Never in a
+        checkout the runner did not make; idempotent."""
+        reason = why.splitlines()[0][:200] if why else "given back"
+        message = (
+            f"projektor: unfinished work of {self.runner.agent} on issue {self.unit.id} ({reason})"
+        )
+        workdir = self.unit.workdir
+        if workdir is None or not self.commit_leftover(message):
+            return
+        try:
+            gitops.detach(workdir)
+        except (gitops.GitError, OSError) as error:
+            warn(f"issue {self.unit.id}: could not detach its worktree: {error}")
+
+    def commit_leftover(self, message: str) -> bool:
+        """Commit what is uncommitted onto the issue's branch; False when the worktree
+        is not the runner's or not on that branch (nothing of the unit's to keep), or
+        the branch moved under it (what looks uncommitted may be the reverse of a
+        commit made elsewhere: left as it is)."""
         unit = self.unit
         if self.runner.worktrees is None or unit.branch is None or unit.workdir is None:
-            return
-        reason = why.splitlines()[0][:200] if why else "given back"
-        message = f"projektor: unfinished work of {self.runner.agent} on issue {unit.id} ({reason})"
+            return False
         try:
             if gitops.current_branch(unit.workdir) != unit.branch:
-                return  # the unit never got its branch checked out: not its work
+                return False  # the unit never got its branch checked out, or left it
+            if gitops.moved_under(unit.workdir):
+                warn(
+                    f"issue {unit.id}: {unit.branch} moved under {unit.workdir}: what looks "
+                    "uncommitted there is left as it is (it may undo the branch's new commits)"
+                )
+                return True
             if gitops.commit_all(unit.workdir, message):
                 say(f"issue {unit.id}: its uncommitted work is kept on {unit.branch}")
         except (gitops.GitError, OSError) as error:
             warn(f"issue {unit.id}: could not keep the uncommitted work: {error}")
+        return True
 
     # --- the calls, each for best_effort ---------------------------------------------------
 

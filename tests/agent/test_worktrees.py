@@ -51,7 +51,8 @@ def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
     worktree = tmp_path / "wt" / agent
     assert Path(child["cwd"]) == worktree
     branch = f"projektor/{first['id']}-add-the-login-page"
-    assert git(worktree, "branch", "--show-current") == branch
+    assert git(worktree, "branch", "--show-current") == ""  # left detached: the branch is free
+    assert git(worktree, "rev-parse", "HEAD") == git(repo, "rev-parse", branch)
     assert git(repo, "log", "-1", "--format=%s", branch) == "Add login"
     assert git(repo, "merge-base", branch, "main") == git(repo, "rev-parse", "main")
     assert git(worktree, "status", "--porcelain") == ""  # .projektor/, .claude/ git-ignored
@@ -76,7 +77,8 @@ def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
     )
     assert done.returncode == 0, done.stderr
     assert Path(read_json(control / "started.json")["cwd"]) == worktree
-    assert git(worktree, "branch", "--show-current") == f"projektor/{second['id']}-fix-the-logout"
+    second_branch = f"projektor/{second['id']}-fix-the-logout"
+    assert git(worktree, "rev-parse", "HEAD") == git(repo, "rev-parse", second_branch)
     assert not (worktree / "src" / "login.py").exists()  # from main, not from the last branch
     summary = api.get(f"/issues/{second['id']}/")["report"]["summary"]
     assert "- Fix it" in summary and "Add login" not in summary
@@ -87,10 +89,11 @@ def test_a_branch_left_by_an_earlier_attempt_is_continued(api, projektor, repo, 
     issue = api.issue(project, "Retry me", requires_filesystem=True)
     branch = f"projektor/{issue['id']}-retry-me"
     git(repo, "branch", branch, "main")
-    git(repo, "worktree", "add", "-q", str(tmp_path / "elsewhere"), branch)
-    (tmp_path / "elsewhere" / "first.txt").write_text("first attempt\n")
-    git(tmp_path / "elsewhere", "add", ".")
-    git(tmp_path / "elsewhere", "commit", "-q", "-m", "First attempt")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "first"), branch)
+    (tmp_path / "first" / "first.txt").write_text("first attempt\n")
+    git(tmp_path / "first", "add", ".")
+    git(tmp_path / "first", "commit", "-q", "-m", "First attempt")
+    git(tmp_path / "first", "checkout", "-q", "--detach")  # as a unit leaves it
 
     _, done = run_in_worktree(
         projektor, repo, tmp_path, issue, agent, "--edit", "second.txt", "--commit", "Second"
@@ -98,7 +101,51 @@ def test_a_branch_left_by_an_earlier_attempt_is_continued(api, projektor, repo, 
     assert done.returncode == 0, done.stderr
     assert git(repo, "log", "--format=%s", branch).splitlines()[:2] == ["Second", "First attempt"]
     summary = api.get(f"/issues/{issue['id']}/")["report"]["summary"]
-    assert "- First attempt\n- Second" in summary
+    assert "- First attempt\n- Second" in summary and f"Branch: {branch}\n" not in summary
+
+
+def test_a_branch_checked_out_in_another_worktree_is_continued_on_a_new_branch(
+    api, projektor, repo, tmp_path
+):
+    """Never one branch in two worktrees: a commit in one would show as the reverse
+    in the other. The other worktree (here a person's, with work in progress) is
+    left exactly as it was."""
+    project, agent = api.project(), unique("eos")
+    issue = api.issue(project, "Retry me", requires_filesystem=True)
+    branch = f"projektor/{issue['id']}-retry-me"
+    elsewhere = tmp_path / "elsewhere"
+    git(repo, "worktree", "add", "-q", "-b", branch, str(elsewhere), "main")
+    (elsewhere / "first.txt").write_text("first attempt\n")
+    git(elsewhere, "add", ".")
+    git(elsewhere, "commit", "-q", "-m", "First attempt")
+    (elsewhere / "first.txt").write_text("first attempt, going on\n")  # uncommitted
+    tip = git(repo, "rev-parse", branch)
+
+    _, done = run_in_worktree(
+        projektor, repo, tmp_path, issue, agent, "--edit", "second.txt", "--commit", "Second"
+    )
+    assert done.returncode == 0, done.stderr
+    continued = f"{branch}-2"
+    assert f"{branch} is checked out in {elsewhere}" in done.stderr and continued in done.stderr
+    assert git(repo, "log", "--format=%s", continued).splitlines()[:2] == [
+        "Second",
+        "First attempt",
+    ]
+    assert git(repo, "rev-parse", branch) == tip  # the other worktree's branch did not move
+    assert git(elsewhere, "branch", "--show-current") == branch
+    assert git(elsewhere, "status", "--porcelain") == "M first.txt"
+    summary = api.get(f"/issues/{issue['id']}/")["report"]["summary"]
+    assert "- First attempt\n- Second" in summary and f"Branch: {continued}" in summary
+
+    # The next attempt continues the latest branch (checked out nowhere now).
+    for status in ("in_progress", "todo"):  # sent back by the reviewer
+        api.post(f"/issues/{issue['id']}/transition/", {"to": status}, expect=200)
+    _, done = run_in_worktree(
+        projektor, repo, tmp_path, issue, agent, "--edit", "third.txt", "--commit", "Third"
+    )
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "log", "--format=%s", continued).splitlines()[:2] == ["Third", "Second"]
+    assert git(repo, "rev-parse", branch) == tip
 
 
 def test_a_dirty_worktree_is_never_discarded_and_the_issue_goes_back(
