@@ -27,7 +27,8 @@ def test_healthz_answers_from_its_middleware_as_the_view_did(rf):
     assert served["Content-Type"] == "application/json"
     assert served["Content-Length"] == str(len(served.content))
     assert served["X-Content-Type-Options"] == "nosniff"  # the security headers stay
-    assert served.wsgi_request.resolver_match.view_name == "healthz"
+    match = served.wsgi_request.resolver_match
+    assert match is not None and match.view_name == "healthz"
     assert health.healthz(rf.get("/healthz")).content == served.content
 
 
