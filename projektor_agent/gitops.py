@@ -111,6 +111,7 @@ def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> str:
     to touch, clean or not: the work goes on from the branch's tip on a new
     continuation, so nothing there is lost, moved or reversed."""
     ours = where.resolve()
+    git("worktree", "prune", cwd=repo)  # worktrees whose directories are gone hold nothing
     latest = latest_branch(repo, branch)
     start: str | None = None  # a new branch is made from it
     if latest is None:
@@ -124,7 +125,6 @@ def prepare_worktree(repo: Path, where: Path, branch: str, base: str) -> str:
                 f"touch: the work goes on from its tip on a new branch, {latest}"
             )
     if not where.exists():
-        git("worktree", "prune", cwd=repo)
         where.parent.mkdir(parents=True, exist_ok=True)
         if start is None:
             git("worktree", "add", str(where), latest, cwd=repo)
@@ -181,14 +181,15 @@ def keep_leftover(repo: Path, where: Path, message: str) -> str | None:
     """What a unit that never ended (its runner killed) left uncommitted in the
     agent's worktree ``where``, committed onto the branch it had checked out: the
     branch it was made for, so the work goes on from there. Only when that branch is
-    checked out nowhere else and did not move under ``where``; else it is left as it
-    is. Returns the branch committed on, or None."""
+    checked out nowhere else and did not move under ``where``, and is one of the
+    runner's (a person's branch is theirs to commit on); else it is left as it is.
+    Returns the branch committed on, or None."""
     if not where.is_dir() or toplevel(where) != where.resolve():
         return None
     if common_dir(where) != common_dir(repo) or not dirty_paths(where):
         return None
     branch = current_branch(where)
-    if branch is None or moved_under(where):
+    if branch is None or not branch.startswith(BRANCH_PREFIX) or moved_under(where):
         return None
     if any(path.resolve() != where.resolve() for path in checkouts_of(repo, branch)):
         return None

@@ -13,7 +13,8 @@ wait (--on-conflict wait) or fail (--on-conflict fail).
 
 Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
 nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.
-With --loop it runs until interrupted, and exits 0 then.
+With --loop it runs until interrupted, and exits 0 then; a local setup error of one
+unit (a worktree it cannot use) gives that issue back, and the loop goes on.
 """
 
 from __future__ import annotations

@@ -4,20 +4,18 @@ its give-back (docs/agents.md, "The agent command")."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import gitops, scan
+from projektor_agent import checkout, gitops, scan
+from projektor_agent.checkout import RUNNER_DIR
 from projektor_agent.client import Client, holder_name
 from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
 from projektor_agent.output import say, warn
 from projektor_agent.supervise import Child, Watch, exit_description
 
-RUNNER_DIR = ".projektor"
-EXCLUDES = ("/.projektor/",)
 VERIFY_TAIL_LINES = 20
 REPORT_LIMIT = 4000  # the server's limit of a report's summary and verification
 MESSAGE_LIMIT = 10000
@@ -85,7 +83,7 @@ class UnitWork:
         try:
             unit.run = self.dispatch()
             self.resolve_workdir()
-            self.arm()
+            checkout.arm(self)  # the issue's text, the guard, the hooks, the env
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
             self.runner.skipped.add(unit.id)  # with --next: other work, not this again
@@ -183,37 +181,6 @@ class UnitWork:
         unit.workdir = Path.cwd()
         if gitops.toplevel(unit.workdir) is not None and gitops.has_ref(unit.workdir, "HEAD"):
             unit.base = gitops.git("rev-parse", "HEAD", cwd=unit.workdir).stdout.strip()
-
-    def arm(self) -> None:
-        """The issue's text for the agent, the guard, the hooks, the environment."""
-        unit, workdir = self.unit, self.unit.workdir
-        assert workdir is not None
-        (workdir / RUNNER_DIR).mkdir(exist_ok=True)
-        (workdir / RUNNER_DIR / "issue.md").write_text(issue_text(unit.issue), encoding="utf-8")
-        if gitops.toplevel(workdir) is not None:
-            gitops.exclude(workdir, *EXCLUDES)
-            why_not = gitops.install_guard(workdir, guard_script())
-            if why_not:
-                warn(why_not)
-        if self.args.hooks == "claude-code":
-            from projektor_agent import hook
-
-            hook.install_claude_code(workdir)
-        config = self.client.config
-        unit.env = {
-            **os.environ,
-            "PROJEKTOR_URL": config.url,
-            "PROJEKTOR_API_KEY": config.api_key,
-            "PROJEKTOR_AGENT": self.runner.agent,
-            "PROJEKTOR_SESSION": str(unit.session),
-            "PROJEKTOR_ISSUE": str(unit.id),
-            "PROJEKTOR_FENCE": "" if unit.fence is None else str(unit.fence),
-            "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
-            "PROJEKTOR_WORKTREE": str(workdir),  # the root the hook claims paths under
-        }
-        if unit.branch is not None and self.runner.repo is not None:
-            # The hook's fresh base: what a claimed path is compared with and rebased onto.
-            unit.env["PROJEKTOR_BASE"] = gitops.upstream(self.runner.repo, str(unit.base))
 
     def command(self) -> list[str]:
         issue = self.unit.issue
@@ -449,27 +416,3 @@ class UnitWork:
             call(*args)
         except CommandError as error:
             warn(f"issue {self.unit.id}: could not {what}: {error.message}")
-
-
-def issue_text(issue: dict[str, Any]) -> str:
-    lines = [f"# Issue {issue['id']}: {issue.get('title', '')}", ""]
-    lines += [str(issue.get("description") or "").rstrip(), ""]
-    if issue.get("paths"):
-        lines += ["Expected paths: " + ", ".join(issue["paths"]), ""]
-    lines += [
-        "---",
-        "Written by `projektor run`. To shape the hand-in, write .projektor/report.json:",
-        '{"summary": "what changed", "verification": "how it was checked", "pr_link": "…"}',
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def guard_script() -> bytes:
-    """The guard module's own source: a standalone hook (works from the zipapp too)."""
-    import pkgutil
-
-    data = pkgutil.get_data("projektor_agent", "guard.py")
-    if data is None:
-        raise UsageError("the guard's source is missing from this installation")
-    return data
