@@ -351,10 +351,10 @@ class UnitWork:
             warn(f"issue {self.unit.id}: could not detach its worktree: {error}")
 
     def commit_leftover(self, message: str) -> bool:
-        """Commit what is uncommitted onto the issue's branch; False when the worktree
-        is not the runner's or not on that branch (nothing of the unit's to keep), or
-        the branch moved under it (what looks uncommitted may be the reverse of a
-        commit made elsewhere: left as it is)."""
+        """What is uncommitted, committed onto the issue's branch; False when the
+        worktree is not the runner's or not on that branch (nothing of the unit's
+        there). A branch that moved under the worktree is left as it is: what looks
+        uncommitted may be the reverse of a commit made elsewhere."""
         unit = self.unit
         if self.runner.worktrees is None or unit.branch is None or unit.workdir is None:
             return False
