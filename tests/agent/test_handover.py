@@ -244,3 +244,28 @@ def test_work_left_by_a_killed_runner_is_kept_on_its_branch_by_the_next_unit(
     assert "src/next.py" in files and "src/wip.py" not in files  # from main
     assert git(worktree, "status", "--porcelain") == ""
     assert git(worktree, "branch", "--show-current") == ""
+
+
+def test_what_looks_uncommitted_where_the_branch_moved_under_the_worktree_is_left_alone(
+    api, projektor, repo, tmp_path
+):
+    """A branch once checked out in two worktrees (by hand, or by an older runner): a
+    commit in one shows in the other as its reverse, never to be committed there."""
+    project, agent = api.project(), unique("epsilon")
+    issue = api.issue(project, "After the mix-up", requires_filesystem=True)
+    worktree, other = tmp_path / "wt" / agent, tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "projektor/1000-old", str(worktree), "main")
+    git(repo, "worktree", "add", "-q", "--force", str(other), "projektor/1000-old")
+    (other / "README.md").write_text("scratch\nmore\n")
+    git(other, "commit", "-q", "-am", "More readme")
+    git(other, "checkout", "-q", "--detach")
+    assert git(worktree, "status", "--porcelain") == "M  README.md"  # the reverse, staged
+
+    _, done = worktree_run(
+        projektor, repo, tmp_path, agent, "--issue", str(issue["id"]), behaviour=("--exit", "0")
+    )
+    assert done.returncode == 2, done.stderr
+    assert "uncommitted changes (README.md)" in done.stderr
+    assert git(repo, "log", "-1", "--format=%s", "projektor/1000-old") == "More readme"
+    assert git(worktree, "status", "--porcelain") == "M  README.md"
+    assert api.get(f"/issues/{issue['id']}/")["status"] == "todo"
