@@ -24,6 +24,7 @@ import contextlib
 import re
 import signal
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -75,6 +76,8 @@ class Runner:
         self.worktree_slug: str | None = None
         self.cursor = 0  # the newest event id seen
         self.skipped: set[int] = set()  # issues whose worktree could not be resolved
+        # Issues this runner gave back, and until when (monotonic) other runners go first.
+        self.gave_back: dict[int, float] = {}
         self.passed_over: set[int] = set()  # this pass of the queue: a local setup failed
         self.interrupts = 0
         self.waiting = False  # in a long poll, which a signal may cut short
@@ -109,7 +112,7 @@ class Runner:
             try:
                 unit = self.take()
                 if unit is None and self.args.loop:
-                    self.wait_for_events(QUEUE_WAIT_TYPES, QUEUE_WAIT_SECONDS)
+                    self.wait_for_events(QUEUE_WAIT_TYPES, self.queue_wait())
                     continue
             except Unreachable as error:
                 if not self.args.loop:
@@ -132,6 +135,10 @@ class Runner:
                 if self.args.next:
                     continue
                 status = REFUSED
+            if status != OK:
+                # Work an agent failed on goes to another agent first (it may fare better
+                # there); this runner takes it again only when no other did within a TTL.
+                self.gave_back[unit.id] = time.monotonic() + unit.ttl
             outcome = "handed_in" if status == OK else "not_handed_in"
             emit(self.args.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
             if not self.args.loop:
@@ -151,7 +158,7 @@ class Runner:
         for issue in free + [i for i in ready if i.get("collisions")]:
             if self.interrupted:
                 raise Interrupted()
-            if int(issue["id"]) in self.skipped | self.passed_over:
+            if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
                 continue
             if issue.get("project") in full:
                 continue
@@ -167,6 +174,18 @@ class Runner:
                 say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")
         self.passed_over.clear()  # the end of a pass: the next one tries them again
         return None
+
+    def deferred(self) -> set[int]:
+        """The issues this runner gave back whose turn for other runners lasts."""
+        now = time.monotonic()
+        self.gave_back = {key: until for key, until in self.gave_back.items() if until > now}
+        return set(self.gave_back)
+
+    def queue_wait(self) -> float:
+        """How long to wait for the queue: until news, or the first deferral's end."""
+        if not self.gave_back:
+            return QUEUE_WAIT_SECONDS
+        return min(QUEUE_WAIT_SECONDS, max(1.0, min(self.gave_back.values()) - time.monotonic()))
 
     def after_setup_error(self, unit: Unit, error: SetupError) -> None:
         """A --loop outlives a local setup error of one unit (the issue was given

@@ -155,3 +155,34 @@ def test_next_passes_over_a_project_at_its_wip_limit_to_another_projects_issue(
     assert read_json(control / "started.json")["env"]["PROJEKTOR_ISSUE"] == str(other["id"])
     assert api.get(f"/issues/{other['id']}/")["status"] == "in_review"
     assert api.get(f"/issues/{urgent['id']}/")["status"] == "todo"
+
+
+def test_an_issue_a_loop_gave_back_goes_to_another_runner_first(api, projektor, repo, tmp_path):
+    project = api.project()
+    first, second = unique("icarus"), unique("daedalus")
+    failing = projektor(
+        "run",
+        "--loop",
+        "--project",
+        project,
+        *agent_command(control_dir(tmp_path), "--fail-once"),
+        cwd=repo,
+        agent=first,
+        wait=False,
+    )
+    issue = api.issue(project, "Fails on its first try")
+    wait_until(
+        lambda: any("gave issue" in body for body in api.messages(issue["id"])),
+        "the first runner to give the issue back",
+    )
+    assert api.get(f"/issues/{issue['id']}/")["status"] == "todo"
+    control = control_dir(tmp_path)
+    other = projektor(
+        "run", "--issue", str(issue["id"]), *agent_command(control), cwd=repo, agent=second
+    )
+
+    assert other.returncode == 0, other.stderr
+    assert api.get(f"/issues/{issue['id']}/")["status"] == "in_review"
+    leases = sorted(api.leases(issue["id"]), key=lambda lease: lease["id"])
+    assert [lease["agent"] for lease in leases] == [first, second]
+    assert failing.process.poll() is None, failing.stderr  # still looping, not retaking
