@@ -88,6 +88,8 @@ def bar(results: dict[str, dict[str, Any]]) -> list[str]:
             misses.append(f"coordinated: issues done twice {coordinated['done_twice_issues']}")
         if coordinated["crashed_taken_over"] < coordinated["crashes"]:
             misses.append("coordinated: a crashed agent's issue was not finished")
+        elif coordinated["crashed_taken_over_by_another_runner"] < coordinated["crashes"]:
+            misses.append("coordinated: a crashed agent's issue was finished by its own runner")
         if coordinated["issues_done"] < coordinated["issues"]:
             misses.append(f"coordinated: {coordinated['issues_done']}/{coordinated['issues']} done")
     uncoordinated = results.get("uncoordinated")

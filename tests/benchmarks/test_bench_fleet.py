@@ -1,9 +1,9 @@
 """The fleet experiment on a small run (``--quick``: every ingredient, a crash, a
 dependency, a hot file shared by several issues): real runners, the scripted agent, real
 git, gunicorn. Coordinated, it meets the bar: no conflicting integration, no issue done
-twice, every crashed agent's issue finished, no 5xx (the uncoordinated condition is the
-bench's own: it doubles the time). On SQLite scratch files, or databases of their own beside
-the configured PostgreSQL one (created and dropped by the experiment)."""
+twice, every crashed agent's issue finished by another runner, no 5xx (the uncoordinated
+condition is the bench's own: it doubles the time). On SQLite scratch files, or databases
+of their own beside the configured PostgreSQL one (created and dropped by the experiment)."""
 
 from __future__ import annotations
 
@@ -37,5 +37,6 @@ def test_the_coordinated_fleet_meets_the_bar(tmp_path: Path) -> None:
     assert coordinated["issues_landed_never"] == []  # declared files are held from the start
     assert coordinated["crashes"] >= 1, diagnosis
     assert coordinated["crashed_taken_over"] == coordinated["crashes"]
+    assert coordinated["crashed_taken_over_by_another_runner"] == coordinated["crashes"]
     assert all(crash["waited_seconds"] is not None for crash in coordinated["crash_details"])
     assert "| conflicting integrations" in experiment.render(results)

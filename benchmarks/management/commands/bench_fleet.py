@@ -6,9 +6,9 @@ Runs N runners with the workbench's scripted agent over M issues of a generated
 repository, coordinated then uncoordinated, each on a fresh database beside the one
 configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite files) and its own
 gunicorn; prints both side by side, and fails when the coordinated condition misses
-the bar (a conflicting integration, work done twice, a crashed issue left unfinished,
-issues per minute under 0.8 × the uncoordinated condition's when both ran,
-an issue not done) or any 5xx was answered.
+the bar (a conflicting integration, work done twice, a crashed agent's issue left
+unfinished or finished by that agent's own runner, an issue not done, issues per minute
+under 0.8 × the uncoordinated condition's when both ran) or any 5xx was answered.
 """
 
 import json
