@@ -171,11 +171,17 @@ def test_an_issue_a_loop_gave_back_goes_to_another_runner_first(api, projektor, 
         wait=False,
     )
     issue = api.issue(project, "Fails on its first try")
-    wait_until(
-        lambda: any("gave issue" in body for body in api.messages(issue["id"])),
-        "the first runner to give the issue back",
-    )
-    assert api.get(f"/issues/{issue['id']}/")["status"] == "todo"
+
+    def given_back() -> bool:  # its message, the issue in todo, its lease released
+        leases = api.leases(issue["id"])
+        return (
+            any("gave issue" in body for body in api.messages(issue["id"]))
+            and api.get(f"/issues/{issue['id']}/")["status"] == "todo"
+            and bool(leases)
+            and all(lease["released_at"] for lease in leases)
+        )
+
+    wait_until(given_back, "the first runner to give the issue back")
     control = control_dir(tmp_path)
     other = projektor(
         "run", "--issue", str(issue["id"]), *agent_command(control), cwd=repo, agent=second
