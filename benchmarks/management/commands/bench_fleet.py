@@ -21,20 +21,7 @@ from django.db import connection
 
 from benchmarks import fleet_experiment as experiment
 from benchmarks import server
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(value)
-    return number
-
-
-def positive_float(value: str) -> float:
-    number = float(value)
-    if number <= 0:
-        raise ValueError(value)
-    return number
+from benchmarks.management.commands.bench import positive_float, positive_int
 
 
 class Command(BaseCommand):
