@@ -1,4 +1,5 @@
-"""Output serializers that render with one set of bound fields per class."""
+"""Serializers whose fields are bound once per class: the output serializers that
+render with them, and the agents' hot input serializers that validate with them."""
 
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -8,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework import serializers
 from rest_framework.fields import DictField, Field, SkipField
 from rest_framework.relations import HyperlinkedRelatedField, ManyRelatedField, PKOnlyObject
+from rest_framework.utils.serializer_helpers import BindingDict
 
 
 class FieldsBoundOnce:
@@ -18,8 +20,8 @@ class FieldsBoundOnce:
     once). Here they are bound once, to an instance with an empty context, and then
     only read: rendering changes no field, so threads can share them (two binding at
     once each build a set, and either serves). A field that read the context would
-    see that empty one, not the request's, so binding refuses it. Output only:
-    validation goes through DRF's per-instance fields.
+    see that empty one, not the request's, so binding refuses it. Output only: input
+    serializers share theirs through ``SharedInputFields``.
     """
 
     @classmethod
@@ -48,6 +50,54 @@ class FieldsBoundOnce:
         return rendered
 
 
+class SharedInputFields:
+    """An input serializer that validates with one set of bound fields per class (and
+    per ``partial`` flag), shared by every request in every thread.
+
+    DRF deep-copies and binds a serializer's fields for each instance: for a claim's
+    body that copy is about a tenth of the request (``docs/speed.md``). Validation only
+    reads the fields: DRF keeps the data, the errors and the validated data on the
+    serializer instance, and ``validate``/``validate_<field>`` run on it too. The one
+    thing a field reads from its root is ``partial`` (an absent field is skipped in a
+    partial update), hence one set per flag, bound to a root made with it. A field that
+    would read the context, or a nested serializer (a list of them sets its child's
+    ``instance`` while validating), is refused when the set is bound.
+    """
+
+    partial: bool
+
+    @property
+    def fields(self) -> Any:
+        return type(self).shared_fields(bool(self.partial))
+
+    @classmethod
+    def shared_fields(cls, partial: bool) -> Any:
+        sets = cls.__dict__.get("_shared_fields")
+        if sets is None:
+            sets = {}
+            cls._shared_fields = sets  # type: ignore[attr-defined]
+        fields = sets.get(partial)
+        if fields is None:
+            root = cls(partial=partial)  # type: ignore[call-arg]
+            fields = BindingDict(root)  # type: ignore[arg-type]  # as DRF binds them, once
+            for name, field in root.get_fields().items():  # type: ignore[attr-defined]
+                fields[name] = field
+            for field in fields.values():
+                refuse_context_readers(cls, field)
+                refuse_nested_serializers(cls, field)
+            sets[partial] = fields  # two threads binding at once each build a set: either serves
+        return fields
+
+
+def refuse_nested_serializers(owner: type, field: Field) -> None:
+    for each in nested_fields(field):
+        if isinstance(each, serializers.BaseSerializer):
+            raise ImproperlyConfigured(
+                f"{owner.__name__}.{field.field_name}: a nested serializer keeps state while "
+                "it validates, so its fields cannot be shared (SharedInputFields)."
+            )
+
+
 # DRF's own fields whose output depends on the request in the context (URLs).
 REQUEST_READERS = (HyperlinkedRelatedField, serializers.FileField)
 
@@ -59,7 +109,7 @@ def refuse_context_readers(owner: type, field: Field) -> None:
         if reason is not None:
             raise ImproperlyConfigured(
                 f"{owner.__name__}.{field.field_name}: {reason}, but fields bound once "
-                "see an empty context (FieldsBoundOnce)."
+                "see an empty context (FieldsBoundOnce, SharedInputFields)."
             )
 
 

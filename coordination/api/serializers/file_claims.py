@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from coordination.api.reference import examples as x
-from coordination.api.serializers.base import FieldsBoundOnce
+from coordination.api.serializers.base import FieldsBoundOnce, SharedInputFields
 from coordination.api.serializers.fields import (
     FenceField,
     IdField,
@@ -48,7 +48,7 @@ def path_list(**kwargs: Any) -> serializers.ListField:
         )
     ]
 )
-class FileClaimInput(serializers.Serializer):
+class FileClaimInput(SharedInputFields, serializers.Serializer):
     issue = IdField()
     paths = path_list(
         help_text="Relative paths, literal after normalisation (invariant 6); one ending in "
@@ -74,7 +74,7 @@ class FileClaimInput(serializers.Serializer):
         x.sent("all of the issue's", {"issue": x.ISSUE_ID}),
     ]
 )
-class FileReleaseInput(serializers.Serializer):
+class FileReleaseInput(SharedInputFields, serializers.Serializer):
     issue = IdField()
     paths = path_list(
         required=False,
@@ -136,7 +136,7 @@ class ReleasedFilesSerializer(FieldsBoundOnce, serializers.Serializer):
 @extend_schema_serializer(
     examples=[x.sent("staged paths", {"issue": x.ISSUE_ID, "paths": [*x.PATHS, "README.md"]})]
 )
-class FileCheckInput(serializers.Serializer):
+class FileCheckInput(SharedInputFields, serializers.Serializer):
     issue = IdField()
     paths = serializers.ListField(
         child=PathField(),

@@ -4,12 +4,13 @@ from typing import Any
 
 from rest_framework import serializers
 
+from coordination.api.serializers.base import SharedInputFields
 from coordination.api.serializers.fields import IdField, StrictChoiceField
 from coordination.models import Issue, LinkType
 from coordination.selectors.graph import Link, graph_of
 
 
-class LinkInput(serializers.Serializer):
+class LinkInput(SharedInputFields, serializers.Serializer):
     type = StrictChoiceField(
         choices=LinkType.choices, help_text="This issue *type* target: blocks, parent_of, ..."
     )

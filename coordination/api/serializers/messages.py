@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from coordination.api.reference import examples as x
+from coordination.api.serializers.base import SharedInputFields
 from coordination.api.serializers.fields import IdField, StrictCharField
 from coordination.models import Message
 
@@ -20,7 +21,7 @@ from coordination.models import Message
         )
     ]
 )
-class MessageInput(serializers.Serializer):
+class MessageInput(SharedInputFields, serializers.Serializer):
     scope = StrictCharField(
         max_length=200, help_text="`issue:<id>`, `agent:<name>` or `project:<key>`."
     )

@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from coordination.api.reference import examples as x
-from coordination.api.serializers.base import FieldsBoundOnce
+from coordination.api.serializers.base import FieldsBoundOnce, SharedInputFields
 from coordination.api.serializers.fields import IdField, SlugRefField, StrictCharField
 from coordination.models import AgentSession
 
@@ -23,7 +23,7 @@ from coordination.models import AgentSession
         )
     ]
 )
-class SessionRegisterInput(serializers.Serializer):
+class SessionRegisterInput(SharedInputFields, serializers.Serializer):
     agent = StrictCharField(
         max_length=100,
         required=False,
@@ -40,7 +40,7 @@ class SessionRegisterInput(serializers.Serializer):
 
 
 @extend_schema_serializer(examples=[x.sent("a note", {"note": "tests pass locally"})])
-class ProgressInput(serializers.Serializer):
+class ProgressInput(SharedInputFields, serializers.Serializer):
     note = StrictCharField(
         max_length=500,
         required=False,
@@ -50,7 +50,7 @@ class ProgressInput(serializers.Serializer):
 
 
 @extend_schema_serializer(examples=[x.sent("session 12", {"session": x.SESSION_ID})])
-class SessionRefInput(serializers.Serializer):
+class SessionRefInput(SharedInputFields, serializers.Serializer):
     session = IdField(help_text="The session's id, from POST /sessions/ or /work/start/.")
 
 
