@@ -116,19 +116,14 @@ class DirectDriver(DirectConnection):
         )
 
     def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
-        """events.write: the transaction's events, its last statements (the writer lock
-        on PostgreSQL, then the rows); the NOTIFY follows the commit (``transaction``)."""
-        if self.postgres:
-            self.send(
-                sql.writer_lock(
-                    namespace=self.target.event_namespace, workspace_id=self.workspace_id
-                )
-            )
-            self.notify_after_commit = True
+        """events.write: the transaction's events, its last statement (on PostgreSQL it
+        takes the writer lock too); the NOTIFY follows the commit (``transaction``)."""
+        self.notify_after_commit = self.postgres
         self.send(
             sql.insert_events(
                 self.dialect,
                 workspace_id=self.workspace_id,
+                lock=self.target.event_namespace,
                 rows=[
                     sql.EventRow(
                         type=type,

@@ -102,17 +102,14 @@ def record(
 
 
 def write(pending: list[tuple[int, sql.EventRow]]) -> None:
-    """The lock and one INSERT per workspace (nearly always one); after the commit,
-    wake the waiters."""
+    """One INSERT per workspace (nearly always one), taking the writer lock on
+    PostgreSQL; after the commit, wake the waiters."""
     by_workspace: dict[int, list[sql.EventRow]] = {}
     for workspace_id, row in pending:
         by_workspace.setdefault(workspace_id, []).append(row)
-    d = dialect()
+    d, lock = dialect(), ADVISORY_LOCK_KEYS["event_log"]
     for workspace_id, rows in sorted(by_workspace.items()):
-        if d.postgres:
-            namespace = ADVISORY_LOCK_KEYS["event_log"]
-            execute(sql.writer_lock(namespace=namespace, workspace_id=workspace_id))
-        execute(sql.insert_events(d, workspace_id=workspace_id, rows=rows))
+        execute(sql.insert_events(d, workspace_id=workspace_id, rows=rows, lock=lock))
     from coordination import feed  # the reader side; imported late, it imports services
 
     workspaces = sorted(by_workspace)

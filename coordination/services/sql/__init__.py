@@ -49,7 +49,6 @@ from coordination.services.sql.events import (
     newest_event,
     notify,
     still_writing,
-    writer_lock,
     writer_lock_holders,
 )
 from coordination.services.sql.file_claims import (
@@ -148,7 +147,6 @@ __all__ = [
     "newest_event",
     "notify",
     "still_writing",
-    "writer_lock",
     "writer_lock_holders",
     "insert_lease_within_cap",
     "insert_worktree_lock",

@@ -20,16 +20,19 @@ class EventRow:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def writer_lock(*, namespace: int, workspace_id: int) -> Statement:
-    """PostgreSQL only: the workspace's event-writer lock, shared (writers never wait
-    for each other), taken before the event ids are drawn and held to the commit: a
-    reader waits for the writers that hold it (``coordination.feed``)."""
-    return "SELECT pg_advisory_xact_lock_shared(%s, %s)", [namespace, workspace_id]
+# PostgreSQL: the VALUES of an INSERT ... SELECT are not typed by the target columns.
+EVENT_VALUE_TYPES = ("bigint", "varchar", "bigint", "bigint", "bigint", "bigint", "jsonb")
 
 
-def insert_events(d: Dialect, *, workspace_id: int, rows: list[EventRow]) -> Statement:
+def insert_events(d: Dialect, *, workspace_id: int, rows: list[EventRow], lock: int) -> Statement:
     """A transaction's events, its last statement (``services.events``); the ids come
-    from the table's sequence as the rows are inserted."""
+    from the table's sequence as the rows are inserted.
+
+    On PostgreSQL the same statement first takes the workspace's event-writer lock
+    (the advisory lock (``lock``, workspace), shared, to the commit; a reader waits
+    for the writers that hold it: ``coordination.feed``). The rows reach the insert
+    through a join with the lock's materialised CTE, so no id is drawn before the lock
+    is held, and a change pays one round trip for its events, not two."""
     params: list[Any] = []
     for row in rows:
         params += [
@@ -41,11 +44,17 @@ def insert_events(d: Dialect, *, workspace_id: int, rows: list[EventRow]) -> Sta
             row.agent_id,
             json.dumps(row.data, separators=(",", ":"), sort_keys=True),
         ]
-    values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
+    columns = "workspace_id, type, project_id, issue_id, session_id, agent_id, data, occurred_at"
+    if not d.postgres:
+        values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
+        return f"INSERT INTO {EVENT} ({columns}) VALUES {values}", params
+    typed = ", ".join(f"%s::{type}" for type in EVENT_VALUE_TYPES)
+    values = ", ".join([f"({typed}, {d.now()})"] * len(rows))
     return (
-        f"INSERT INTO {EVENT} (workspace_id, type, project_id, issue_id, session_id,"
-        f" agent_id, data, occurred_at) VALUES {values}",
-        params,
+        "WITH writer AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(%s, %s))"
+        f" INSERT INTO {EVENT} ({columns})"
+        f" SELECT event.* FROM writer CROSS JOIN (VALUES {values}) AS event",
+        [lock, workspace_id, *params],
     )
 
 

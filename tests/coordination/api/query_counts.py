@@ -11,7 +11,7 @@ advisory and row locks that SQLite's single writer does without, and returns the
 heartbeat's session from its UPDATE, which SQLite reads after.
 
 A change writes its events (invariant 12) in one more statement, the last of its
-transaction (on PostgreSQL two: the event-writer lock first); a change that was one
+transaction (on PostgreSQL it takes the event-writer lock too); a change that was one
 statement (a release) now has a transaction around it (its SAVEPOINT and RELEASE here).
 A post names its scope's project (one lookup), so a forced claim's three posts cost
 three statements more each.
@@ -45,48 +45,48 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "GET /file-claims/{id}/": 2,
     "GET /workflow/": 1,
     # Sessions.
-    "POST /sessions/": {"sqlite": 12, "postgresql": 13},
+    "POST /sessions/": 12,
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
     # The released leases name their projects from the UPDATE (no lookup after it).
-    "POST /sessions/{id}/end/": {"sqlite": 13, "postgresql": 14},
+    "POST /sessions/{id}/end/": 13,
     # Leases.
     # SQL, as the file claims: the project's lock (found from the issue), the issue's
     # share with the session, the insert that returns the lease, its event. + 1, the
     # assignee, for an issue that has none (this one has). Held: after the refused
     # insert, the session's liveness and the lease it holds.
-    "POST /issues/{id}/claim/": {"sqlite": 7, "postgresql": 8},
+    "POST /issues/{id}/claim/": 7,
     "POST /issues/{id}/claim/ (held)": 8,
     # One compare-and-set that returns the lease, with its agent, and its event.
-    "POST /issues/{id}/release/": {"sqlite": 5, "postgresql": 6},
-    "POST /issues/{id}/release/ (fence)": {"sqlite": 5, "postgresql": 6},
+    "POST /issues/{id}/release/": 5,
+    "POST /issues/{id}/release/ (fence)": 5,
     # File claims: however many paths, and however many claims are held (directory
     # claims included: the overlapping holders are one statement, index scans only,
     # and every dead holder is reclaimed by one more).
-    "POST /file-claims/": {"sqlite": 9, "postgresql": 11},
-    "POST /file-claims/ (directories)": {"sqlite": 9, "postgresql": 11},
-    "POST /file-claims/ (directory conflict)": {"sqlite": 9, "postgresql": 11},
-    "POST /file-claims/ (directory force)": {"sqlite": 25, "postgresql": 27},
-    "POST /file-claims/ (fence)": {"sqlite": 10, "postgresql": 15},
-    "POST /file-claims/ (conflict)": {"sqlite": 9, "postgresql": 11},
-    "POST /file-claims/ (force)": {"sqlite": 25, "postgresql": 27},
-    "POST /file-claims/release/": {"sqlite": 5, "postgresql": 6},
-    "POST /file-claims/release/ (all)": {"sqlite": 5, "postgresql": 6},
+    "POST /file-claims/": {"sqlite": 9, "postgresql": 10},
+    "POST /file-claims/ (directories)": {"sqlite": 9, "postgresql": 10},
+    "POST /file-claims/ (directory conflict)": {"sqlite": 9, "postgresql": 10},
+    "POST /file-claims/ (directory force)": {"sqlite": 25, "postgresql": 26},
+    "POST /file-claims/ (fence)": {"sqlite": 10, "postgresql": 14},
+    "POST /file-claims/ (conflict)": {"sqlite": 9, "postgresql": 10},
+    "POST /file-claims/ (force)": {"sqlite": 25, "postgresql": 26},
+    "POST /file-claims/release/": 5,
+    "POST /file-claims/release/ (all)": 5,
     "POST /file-claims/check/": 3,
     "POST /file-claims/check/ (directories)": 3,
     # A unit of work.
     # + the blocker check, before anything, and again at the move to in_progress (on
     # PostgreSQL after the graph lock).
-    "POST /work/start/": {"sqlite": 40, "postgresql": 43},  # the lease claim's, above
+    "POST /work/start/": {"sqlite": 40, "postgresql": 42},  # the lease claim's, above
     # + the issue's links and expected paths, for the issue it shows.
-    "POST /work/finish/": {"sqlite": 37, "postgresql": 38},  # the release's project
+    "POST /work/finish/": 37,  # the release's project
     # Messages, runs.
-    "POST /messages/": {"sqlite": 9, "postgresql": 10},
-    "POST /runs/": {"sqlite": 16, "postgresql": 19},  # the lease claim's, above
-    "POST /runs/{id}/finish/": {"sqlite": 8, "postgresql": 9},
+    "POST /messages/": 9,
+    "POST /runs/": {"sqlite": 16, "postgresql": 17},  # the lease claim's, above
+    "POST /runs/{id}/finish/": 8,
     # Projects, issues, worktrees.
-    "POST /issues/": {"sqlite": 10, "postgresql": 11},
+    "POST /issues/": 10,
     "PATCH /issues/{id}/": 6,
-    "POST /issues/{id}/transition/": {"sqlite": 8, "postgresql": 9},
+    "POST /issues/{id}/transition/": 8,
     "POST /projects/": 5,
     "PATCH /projects/{id}/": 5,
     "POST /worktrees/": 4,
@@ -96,14 +96,14 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # indexed read, before the service); a post without one is signed by the key's agent.
     # (The register and start_work of a known agent, binding no worktree: fewer than
     # the fleet rows above, which create the agent and bind it.)
-    "POST /sessions/ (agent key)": {"sqlite": 7, "postgresql": 8},
+    "POST /sessions/ (agent key)": 7,
     "POST /sessions/{id}/heartbeat/ (agent key)": {"sqlite": 3, "postgresql": 2},
-    "POST /issues/{id}/claim/ (agent key)": {"sqlite": 8, "postgresql": 9},
-    "POST /file-claims/ (agent key)": {"sqlite": 10, "postgresql": 12},
-    "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 28},
-    "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 7},
-    "POST /messages/ (agent key)": {"sqlite": 8, "postgresql": 9},  # no session to read
-    "POST /work/start/ (agent key)": {"sqlite": 35, "postgresql": 38},
+    "POST /issues/{id}/claim/ (agent key)": 8,
+    "POST /file-claims/ (agent key)": {"sqlite": 10, "postgresql": 11},
+    "POST /file-claims/ (agent key, force)": {"sqlite": 26, "postgresql": 27},
+    "POST /file-claims/release/ (agent key)": 6,
+    "POST /messages/ (agent key)": 8,  # no session to read
+    "POST /work/start/ (agent key)": {"sqlite": 35, "postgresql": 37},
     # Keys: the key; then the list's count and page (with agents); or the mint (the
     # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
     # compare-and-set, the re-read).

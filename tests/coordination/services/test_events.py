@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
+from django.test.utils import CaptureQueriesContext
 
 from coordination.api.serializers.events import EventSerializer
 from coordination.errors import (
@@ -48,6 +49,7 @@ from coordination.services import (
     work,
     workflow,
 )
+from coordination.services.locking import ADVISORY_LOCK_KEYS
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease
 from tests.coordination.mcp.conftest import call, connect, run
@@ -840,6 +842,32 @@ def test_one_change_in_two_workspaces_writes_each_its_own(workspace, other_works
         (other_workspace.pk, EventType.SESSION_ENDED),
     ]
     assert [e.type for e in rows if e.workspace_id == workspace.pk] == [EventType.SESSION_ENDED]
+
+
+@pytest.mark.postgres
+def test_the_insert_takes_each_workspaces_writer_lock_in_the_same_statement(
+    workspace, other_workspace
+):
+    """docs/api.md "Events", the writers' half: the shared writer lock is held before
+    any id is drawn, to the commit; one statement per workspace takes both."""
+    namespace = ADVISORY_LOCK_KEYS["event_log"]
+    with transaction.atomic(), CaptureQueriesContext(connection) as sent:
+        with events.change():
+            events.record(workspace.pk, EventType.ISSUE_CREATED)
+            events.record(other_workspace.pk, EventType.ISSUE_CREATED)
+        with connection.cursor() as held:
+            held.execute(
+                "SELECT classid::bigint, objid::bigint, mode FROM pg_locks"
+                " WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted"
+            )
+            locks = set(held.fetchall())
+    assert locks == {
+        (namespace, workspace.pk, "ShareLock"),
+        (namespace, other_workspace.pk, "ShareLock"),
+    }
+    inserts = [q["sql"] for q in sent.captured_queries if "pg_advisory_xact_lock" in q["sql"]]
+    assert len(inserts) == 2
+    assert all("INSERT INTO" in sql for sql in inserts)
 
 
 # --- the operator's admin actions -----------------------------------------------------
