@@ -233,6 +233,15 @@ def django_db_modify_db_settings(
 
 
 @pytest.fixture(autouse=True)
+def _no_cached_keys() -> None:
+    """Every test starts with no API key kept by this process (``services.keys``): a
+    rolled-back test's rows, and on SQLite its ids, can come back in the next one."""
+    from coordination.services.keys import forget_cached_keys
+
+    forget_cached_keys()
+
+
+@pytest.fixture(autouse=True)
 def _event_listener_stopped() -> Iterator[None]:
     """A long-poll on PostgreSQL starts this process's LISTEN thread on the test
     database: stop it after the test, or its connection keeps the database from

@@ -23,6 +23,7 @@ from coordination.models.runs import (
 from coordination.models.tenancy import (
     MAX_ID,
     ApiKey,
+    KeyRingVersion,
     Workspace,
     hash_api_key,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Issue",
     "IssueLease",
     "IssueLink",
+    "KeyRingVersion",
     "LinkType",
     "MAX_ID",
     "ORDERED_TYPES",

@@ -35,6 +35,23 @@ class Workspace(models.Model):
         return self.slug
 
 
+class KeyRingVersion(models.Model):
+    """How many times a workspace's key ring changed: an update or a deletion of one of
+    its keys or agents, or of the workspace itself. Database triggers (migration 0018)
+    bump it in the changing transaction, so an app server that cached a key
+    (``services.keys``) learns on the key's next request that its copy is stale. No
+    foreign key: the triggers write it while Django deletes a workspace's rows."""
+
+    workspace_id = models.BigIntegerField(primary_key=True)
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "coordination_key_ring_version"
+
+    def __str__(self) -> str:
+        return f"workspace {self.workspace_id}: {self.version}"
+
+
 def hash_api_key(raw_key: str) -> str:
     # Keys are 256-bit random tokens, so a plain digest is enough (no stretching).
     return hashlib.sha256(raw_key.encode()).hexdigest()

@@ -1,7 +1,9 @@
 """API keys: the lookup every request starts with, and minting and revoking them
 (invariant 13: the key is the actor)."""
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -9,29 +11,90 @@ from django.utils import timezone
 from coordination.errors import Forbidden, InvalidInput, NotFound
 from coordination.models import Agent, ApiKey, Workspace, hash_api_key
 from coordination.services import sql
-from coordination.services.rows import dialect, fetchone, take
+from coordination.services.rows import dialect, fetchone, loaded_values, rebuilt, take
 
 Kind = ApiKey.Kind
 
 
+# Keys this process has read, by digest: the rows as loaded, and the workspace's key
+# ring version read with them. Shared by the threads (a dict's get and set are atomic);
+# emptied when full rather than aged: its entries are a few hundred bytes.
+CACHED_KEYS_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class CachedKey:
+    version: int
+    key: tuple[Any, ...]  # the loaded field values, in from_db's order
+    workspace: tuple[Any, ...]
+    agent: tuple[Any, ...] | None
+
+
+_cached: dict[str, CachedKey] = {}
+
+
 def active_key(raw_key: str) -> ApiKey | None:
     """The key whose SHA-256 digest is that of ``raw_key``, unless it is revoked or
-    expired, with its workspace and agent, in one indexed query; ``None`` if there is
-    none. Nothing is cached: a revocation or an expiry holds on the next request, on
-    every app server."""
-    row = fetchone(sql.active_key(dialect(), hash_api_key(raw_key)))
+    expired, with its workspace and agent; ``None`` if there is none. One statement:
+
+    - a key this process has read before: its row by primary key (still that digest,
+      unrevoked, unexpired by the database's clock) and its workspace's key ring
+      version; while the version is the one read with the copy, the copy serves;
+    - else, or if the version moved: the key, its workspace, its agent and the
+      version, by the digest's index (a second statement only for a changed ring).
+
+    The version moves with every update or deletion of the workspace's keys, agents
+    or the workspace itself (database triggers, migration 0018), in the changing
+    transaction: a revocation, an expiry or any change holds on the next request, on
+    every app server. Each request gets instances of its own."""
+    digest = hash_api_key(raw_key)
+    d = dialect()
+    cached = _cached.get(digest)
+    if cached is not None:
+        key_id = cached.key[0]
+        row = fetchone(sql.key_ring_version(d, key_id=key_id, key_hash=digest))
+        if row is None:  # revoked, expired or deleted
+            _cached.pop(digest, None)
+            return None
+        if int(row[0]) == cached.version:
+            return instances(cached)
+    row = fetchone(sql.active_key(d, digest))
     if row is None:
+        _cached.pop(digest, None)
         return None
     key, at = take(ApiKey, row, 0)
-    assert key is not None
     workspace, at = take(Workspace, row, at)
-    assert workspace is not None
+    agent, at = take(Agent, row, at)
+    assert key is not None and workspace is not None
+    if len(_cached) >= CACHED_KEYS_LIMIT:
+        _cached.clear()
+    _cached[digest] = CachedKey(
+        version=int(row[at]),
+        key=loaded_values(key),
+        workspace=loaded_values(workspace),
+        agent=None if agent is None else loaded_values(agent),
+    )
+    return joined(key, workspace, agent)
+
+
+def instances(cached: CachedKey) -> ApiKey:
+    key = rebuilt(ApiKey, cached.key)
+    workspace = rebuilt(Workspace, cached.workspace)
+    agent = None if cached.agent is None else rebuilt(Agent, cached.agent)
+    return joined(key, workspace, agent)
+
+
+def joined(key: ApiKey, workspace: Workspace, agent: Agent | None) -> ApiKey:
     key.workspace = workspace
-    agent, _ = take(Agent, row, at)
     key.agent = agent
     if agent is not None:
         agent.workspace = workspace
     return key
+
+
+def forget_cached_keys() -> None:
+    """Empty this process's copies (tests, and a process that wants a clean start)."""
+    _cached.clear()
 
 
 def mint_key(

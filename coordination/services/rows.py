@@ -10,7 +10,18 @@ difference and no later attribute read queries. On PostgreSQL they run on a curs
 that prepares them (``cursor``): the server parses and plans each once per connection.
 """
 
-__all__ = ["Listing", "cursor", "dialect", "execute", "fetchall", "fetchone", "instance", "take"]
+__all__ = [
+    "Listing",
+    "cursor",
+    "dialect",
+    "execute",
+    "fetchall",
+    "fetchone",
+    "instance",
+    "loaded_values",
+    "rebuilt",
+    "take",
+]
 
 import weakref
 from collections.abc import Callable, Sequence
@@ -134,6 +145,19 @@ def take(model: type[M], row: Sequence[Any], at: int) -> tuple[M | None, int]:
     end = at + len(COLUMNS[model._meta.db_table])
     values = row[at:end]
     return (instance(model, values) if values[0] is not None else None), end
+
+
+def loaded_values(loaded: models.Model) -> tuple[Any, ...]:
+    """A loaded instance's field values, converted, in ``from_db``'s order: what
+    ``rebuilt`` makes a new instance from without the row or its converters."""
+    plan = load_plan(connections[DEFAULT_DB_ALIAS], type(loaded))
+    return tuple(loaded.__dict__[name] for name in plan.attnames)
+
+
+def rebuilt(model: type[M], values: tuple[Any, ...]) -> M:
+    """A new instance of ``model`` from ``loaded_values`` of another."""
+    db = connections[DEFAULT_DB_ALIAS]
+    return model.from_db(db.alias, load_plan(db, model).attnames, list(values))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ Statement = tuple[str, list[Any]]
 
 # The models' db_table (tests pin them against the models).
 API_KEY = "coordination_apikey"
+KEY_RING = "coordination_key_ring_version"
 WORKSPACE = "coordination_workspace"
 WORKTREE = "coordination_worktree"
 PROJECT = "coordination_project"

@@ -6,6 +6,7 @@ from typing import Any
 from coordination.services.sql.base import (
     AGENT,
     API_KEY,
+    KEY_RING,
     RUN,
     SESSION,
     WORKSPACE,
@@ -18,16 +19,33 @@ from coordination.services.sql.base import (
 
 def active_key(d: Dialect, key_hash: str) -> Statement:
     """The key of that digest, unrevoked and unexpired by the database's clock, with its
-    workspace and its agent (``NULL``s unless an agent key): one indexed read, every
-    request, so a revocation or an expiry holds on every app server at once
-    (invariant 13)."""
+    workspace, its agent (``NULL``s unless an agent key) and, last, the workspace's key
+    ring version read in the same statement (0 before its first change): one indexed
+    read, so a revocation or an expiry holds on every app server at once (invariant
+    13)."""
     return (
-        f"SELECT {columns(API_KEY, 'k')}, {columns(WORKSPACE, 'w')}, {columns(AGENT, 'a')}"
+        f"SELECT {columns(API_KEY, 'k')}, {columns(WORKSPACE, 'w')}, {columns(AGENT, 'a')},"
+        " COALESCE(r.version, 0)"
         f" FROM {API_KEY} k JOIN {WORKSPACE} w ON w.id = k.workspace_id"
         f" LEFT JOIN {AGENT} a ON a.id = k.agent_id"
+        f" LEFT JOIN {KEY_RING} r ON r.workspace_id = k.workspace_id"
         " WHERE k.key_hash = %s AND k.revoked_at IS NULL"
         f" AND (k.expires_at IS NULL OR k.expires_at > {d.now()})",
         [key_hash],
+    )
+
+
+def key_ring_version(d: Dialect, *, key_id: int, key_hash: str) -> Statement:
+    """For a key an app server has kept: its workspace's key ring version, if the key
+    is still that digest's, unrevoked and unexpired by the database's clock; no row
+    otherwise. One read by primary key: the whole of authentication while nothing
+    changed (``services.keys``)."""
+    return (
+        f"SELECT COALESCE(r.version, 0) FROM {API_KEY} k"
+        f" LEFT JOIN {KEY_RING} r ON r.workspace_id = k.workspace_id"
+        " WHERE k.id = %s AND k.key_hash = %s AND k.revoked_at IS NULL"
+        f" AND (k.expires_at IS NULL OR k.expires_at > {d.now()})",
+        [key_id, key_hash],
     )
 
 
