@@ -7,7 +7,8 @@ selectors run them (each method below names the function it mirrors; the ORM's
 statements were captured and written out), on one persistent connection per client
 process, in autocommit between transactions as Django runs. Per operation:
 
-- every request: the API-key lookup by hash (``keys.active_key``);
+- every request: the API key (``keys.active_key``): its lookup by hash the first time,
+  then its row by primary key with its workspace's key ring version;
 - heartbeat (``agents.heartbeat_session``): the UPDATE of ``agent_sessions`` with the
   database clock, returning the session as the API shows it (PostgreSQL), or followed
   by that read (SQLite);

@@ -27,11 +27,26 @@ HOLDER_AGENT_NAME_AT = len(sql.COLUMNS[sql.CLAIM]) + sql.COLUMNS[sql.AGENT].inde
 class DirectDriver(DirectConnection):
     """The bench operations as SQL on one connection of this process."""
 
+    kept_key: tuple[int, int] | None = None  # (key id, key ring version), as keys keeps it
+
     def active_key(self) -> None:
-        """keys.active_key: every request starts with it."""
-        row = self.send(sql.active_key(self.dialect, self.target.key_hash)).fetchone()
+        """keys.active_key: every request starts with it. A key read before: its row
+        by primary key with the key ring version; else, or if the version moved, the
+        lookup by the digest, which reads the version too."""
+        digest = self.target.key_hash
+        if self.kept_key is not None:
+            key_id, version = self.kept_key
+            row = self.send(
+                sql.key_ring_version(self.dialect, key_id=key_id, key_hash=digest)
+            ).fetchone()
+            if row is None:
+                raise Refused("401")
+            if int(row[0]) == version:
+                return
+        row = self.send(sql.active_key(self.dialect, digest)).fetchone()
         if row is None:
             raise Refused("401")
+        self.kept_key = (int(row[0]), int(row[-1]))
 
     # --- heartbeat ---------------------------------------------------------------------
 

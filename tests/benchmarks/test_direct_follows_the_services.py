@@ -24,7 +24,7 @@ from benchmarks.workload import AgentPlan
 from coordination.liveness import dialect
 from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace, hash_api_key
 from coordination.paths import lock_nodes
-from coordination.services import locking, rows
+from coordination.services import keys, locking, rows
 from coordination.services.file_claims import claim
 from tests.conftest import make_client
 
@@ -119,6 +119,7 @@ class Bench:
     issues: dict[str, int]
     client: Any
     recorded: list[Exchange] = field(default_factory=list)
+    kept_key: tuple[int, int] | None = None  # the driver's, carried from call to call
 
     def target(self) -> DirectTarget:
         # What direct_target reads of the bench's workspace.
@@ -145,7 +146,9 @@ class Bench:
         )
         driver = ReplayingDriver(plan, self.target(), self.session_id)
         driver.expected = list(self.recorded)
+        driver.kept_key = self.kept_key  # one agent: the key read once, then kept
         outcome = operation(driver)
+        self.kept_key = driver.kept_key
         assert not driver.expected, f"the driver left out {driver.expected[0].sql}"
         return outcome
 
@@ -168,6 +171,7 @@ def bench(
     session_id = client.post(f"{V1}/sessions/", {"agent": "direct"}, format="json").json()["id"]
     agent_id = AgentSession.objects.get(pk=session_id).agent_id
     found = Bench(workspace, raw_key, session_id, agent_id, issues, client)
+    keys.forget_cached_keys()  # the service and the driver both read the key first
     real_cursor = rows.cursor
     monkeypatch.setattr(rows, "cursor", lambda *a: RecordingCursor(real_cursor(*a), found.recorded))
     yield found
