@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, connections
 from django.test import Client
 from django.utils import timezone
@@ -281,9 +282,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xdist_group(group))
 
 
+class QuickPasswordHasher(PBKDF2PasswordHasher):
+    """Django's PBKDF2 with a thousand iterations, not a million: the tests' users are
+    made in a millisecond, not a quarter of a second each. The same algorithm and
+    format (the count is in the hash), so a live server started by a test checks these
+    passwords with its own hasher."""
+
+    iterations = 1_000
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """On Redis, each worker counts under a key prefix of its own: clearing one test's
-    counters must not clear those of the test running beside it."""
+    """The quick password hasher; and on Redis, each worker counts under a key prefix
+    of its own: clearing one test's counters must not clear those of the test running
+    beside it."""
+    settings.PASSWORD_HASHERS = ["tests.conftest.QuickPasswordHasher"]
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and settings.REDIS_URL:
         for cache in settings.CACHES.values():

@@ -86,7 +86,16 @@ def test_quick_bench_runs_every_scenario_end_to_end(scratch_database: str, tmp_p
     assert migrated.returncode == 0, failed(migrated)
     figures_file = tmp_path / "bench.json"
 
-    result = manage("bench", "--quick", "--json", str(figures_file), database_url=scratch_database)
+    # One second per run: every scenario still runs end to end, on both sides.
+    result = manage(
+        "bench",
+        "--quick",
+        "--seconds",
+        "1",
+        "--json",
+        str(figures_file),
+        database_url=scratch_database,
+    )
 
     assert result.returncode == 0, failed(result)
     assert "API÷direct" in result.stdout  # the table was printed
@@ -197,6 +206,8 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
         "--quick",
         "--scenarios",
         "heartbeat,reference",
+        "--seconds",
+        "1",
         "--workers",
         "1",
         "--profile",
