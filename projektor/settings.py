@@ -167,12 +167,19 @@ TEMPLATES = [
 ]
 
 PREPARE_THRESHOLD = 5  # psycopg's own default: executions before a statement is prepared
+# How long an app server's thread keeps its database connection between requests; 0
+# closes it after each one (a server that must hold no idle connections).
+PROJEKTOR_CONN_MAX_AGE = os.environ.get("PROJEKTOR_CONN_MAX_AGE", "60")
+if not PROJEKTOR_CONN_MAX_AGE.isdigit():
+    raise ImproperlyConfigured(
+        f"PROJEKTOR_CONN_MAX_AGE must be a whole number of seconds, not {PROJEKTOR_CONN_MAX_AGE!r}"
+    )
 DATABASES = {
     # Health checks: a persistent connection the server dropped (restart, outage) is
     # tested before its first use in a request and replaced, not reused and failed.
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'projektor.sqlite3'}",
-        conn_max_age=60,
+        conn_max_age=int(PROJEKTOR_CONN_MAX_AGE),
         conn_health_checks=True,
     )
 }

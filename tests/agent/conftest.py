@@ -124,6 +124,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             "PROJEKTOR_THROTTLE_KEY": NEVER_REFUSES,
             "PROJEKTOR_THROTTLE_ANON": NEVER_REFUSES,
             "REDIS_URL": None,
+            # Up for the whole run beside the races: it holds no idle connection.
+            "PROJEKTOR_CONN_MAX_AGE": "0",
         }
     )
     seeded = subprocess.run(

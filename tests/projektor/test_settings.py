@@ -92,6 +92,29 @@ def test_embedded_sqlite_runs_in_wal_with_immediate_transactions(tmp_path):
     assert result.stdout.split() == ["wal", "IMMEDIATE", "20"]
 
 
+@pytest.mark.parametrize(("value", "kept"), [(None, "60"), ("0", "0"), ("300", "300")])
+def test_a_connection_is_kept_between_requests_as_long_as_configured(tmp_path, value, kept):
+    probe = "from django.db import connection as c; print(c.settings_dict['CONN_MAX_AGE'])"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": "true"}
+    env.pop("PROJEKTOR_CONN_MAX_AGE", None)
+    if value is not None:
+        env["PROJEKTOR_CONN_MAX_AGE"] = value
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == [kept]
+    env["PROJEKTOR_CONN_MAX_AGE"] = "-1"
+    refused = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "PROJEKTOR_CONN_MAX_AGE" in refused.stderr
+
+
 @pytest.mark.django_db
 def test_a_throttle_scope_can_be_off(monkeypatch, settings, api):
     monkeypatch.setenv("PROJEKTOR_THROTTLE_KEY", "off")
