@@ -65,14 +65,9 @@ lint: install
 
 # Both passes run on every core (pytest-xdist), each worker on a test database of its
 # own; the tests that must not meet run on one worker in turn (tests/conftest.py,
-# XDIST_GROUPS). The PostgreSQL pass runs one worker more than there are cores: its
-# tests wait on the database server, and one more keeps the cores busy.
-# PYTEST_WORKERS=0 (PG_PYTEST_WORKERS=0) runs a pass in one process.
-CORES := $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)))')
+# XDIST_GROUPS). PYTEST_WORKERS=0 runs a pass in one process.
 PYTEST_WORKERS ?= auto
-PG_PYTEST_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
-PYTEST_ARGS = -n $(PYTEST_WORKERS) --dist loadgroup
-PG_PYTEST_ARGS = -n $(PG_PYTEST_WORKERS) --dist loadgroup
+PYTEST_ARGS := -n $(PYTEST_WORKERS) --dist loadgroup
 
 test-sqlite: install browser prometheus
 	$(TEST_ENV) $(BIN)/pytest -m "not postgres" $(PYTEST_ARGS)
@@ -80,7 +75,7 @@ test-sqlite: install browser prometheus
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
 test-postgres: install browser prometheus
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
-		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PG_PYTEST_ARGS); \
+		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true but PostgreSQL is unreachable at $(PG_TEST_URL)"; exit 1; \
 	else \

@@ -258,18 +258,17 @@ def _event_listener_stopped() -> Iterator[None]:
 # Tests that must not run beside one another go to one worker, in turn (``--dist
 # loadgroup``), by where they live. Every other test goes to whichever worker is free.
 XDIST_GROUPS = {
-    # The tests that hold 16 or more connections at once, one at a time: 16 to 64
-    # threads each holding a connection, the bench's server and agents, the agents'
-    # live server (16 threads, one for the run: its database is named after the
-    # configured one and the worker process) and the demo fleet's server. Two of them
-    # at once, beside the other workers' servers, would pass PostgreSQL's 100
-    # connections; what is left elsewhere is at most a server of 10.
+    # 16 to 64 threads each holding a connection, and the bench's server and agents:
+    # two of them at once would pass PostgreSQL's 100 connections.
     "tests/coordination/races/": "many-connections",
     "tests/benchmarks/test_bench.py": "many-connections",
     "tests/benchmarks/test_bench_fleet.py": "many-connections",
-    "tests/agent/": "many-connections",
-    "tests/demo/test_demo_fleet.py": "many-connections",
-    "tests/demo/test_demo_stalls.py": "many-connections",
+    # One live server for the run (its database named after the configured one and the
+    # worker process, so a second server, should the group ever be split, has its own).
+    "tests/agent/": "agent-live-server",
+    # gunicorn and the demo fleet's runners and agents: one such run at a time.
+    "tests/demo/test_demo_fleet.py": "demo-fleet",
+    "tests/demo/test_demo_stalls.py": "demo-fleet",
 }
 
 

@@ -17,12 +17,35 @@ FENCE_ROUNDS = 20  # rounds of each fence race: both orders happen within them
 RACER_TIMEOUT = 30  # seconds a holder waits for its racer to queue behind it
 
 
+FREE_CONNECTIONS_MARGIN = 4  # for the other test workers' own connections meanwhile
+FREE_CONNECTIONS_DEADLINE = 60  # seconds; past it the threads start and say what failed
+
+
+def wait_for_free_connections(needed: int) -> None:
+    """On PostgreSQL, until the server has room for ``needed`` more connections: the
+    last race's backends may still be exiting, and other test workers' servers come
+    and go. Waits on the count itself, never a guessed time."""
+    if connection.vendor != "postgresql":
+        return
+    deadline = time.monotonic() + FREE_CONNECTIONS_DEADLINE
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT current_setting('max_connections')::int - count(*)"
+                " FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            )
+            if cursor.fetchone()[0] >= needed + FREE_CONNECTIONS_MARGIN:
+                return
+            time.sleep(0.05)
+
+
 def run_in_threads(target: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
     """Start one thread per args tuple, release them together, return results in order.
 
     Each thread uses its own database connection (Django's are per thread) and
     closes it at the end. An exception is returned as the result, not raised.
     """
+    wait_for_free_connections(len(args))
     barrier = threading.Barrier(len(args))
     results: list[Any] = [None] * len(args)
 
