@@ -24,6 +24,7 @@ CACHED_KEYS_LIMIT = 10_000
 
 @dataclass(frozen=True)
 class CachedKey:
+    key_id: int
     version: int
     key: tuple[Any, ...]  # the loaded field values, in from_db's order
     workspace: tuple[Any, ...]
@@ -51,8 +52,7 @@ def active_key(raw_key: str) -> ApiKey | None:
     d = dialect()
     cached = _cached.get(digest)
     if cached is not None:
-        key_id = cached.key[0]
-        row = fetchone(sql.key_ring_version(d, key_id=key_id, key_hash=digest))
+        row = fetchone(sql.key_ring_version(d, key_id=cached.key_id, key_hash=digest))
         if row is None:  # revoked, expired or deleted
             _cached.pop(digest, None)
             return None
@@ -69,6 +69,7 @@ def active_key(raw_key: str) -> ApiKey | None:
     if len(_cached) >= CACHED_KEYS_LIMIT:
         _cached.clear()
     _cached[digest] = CachedKey(
+        key_id=key.pk,
         version=int(row[at]),
         key=loaded_values(key),
         workspace=loaded_values(workspace),
