@@ -80,7 +80,15 @@ def test_embedded_sqlite_runs_in_wal_with_immediate_transactions(tmp_path):
         "options = c.settings_dict['OPTIONS']\n"
         "print(options['transaction_mode'], options['timeout'])\n"
     )
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": "true"}
+    assert probed(probe, embedded_sqlite(tmp_path)) == ["wal", "IMMEDIATE", "20"]
+
+
+def embedded_sqlite(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": "true"}
+
+
+def probed(probe: str, env: dict[str, str]) -> list[str]:
+    """What ``probe`` prints, run by ``manage.py shell`` under ``env``'s settings."""
     result = subprocess.run(
         [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
         cwd=ROOT,
@@ -89,25 +97,17 @@ def test_embedded_sqlite_runs_in_wal_with_immediate_transactions(tmp_path):
         text=True,
         check=True,
     )
-    assert result.stdout.split() == ["wal", "IMMEDIATE", "20"]
+    return result.stdout.split()
 
 
 @pytest.mark.parametrize(("value", "kept"), [(None, "60"), ("0", "0"), ("300", "300")])
 def test_a_connection_is_kept_between_requests_as_long_as_configured(tmp_path, value, kept):
     probe = "from django.db import connection as c; print(c.settings_dict['CONN_MAX_AGE'])"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'p.sqlite3'}", "DEBUG": "true"}
+    env = embedded_sqlite(tmp_path)
     env.pop("PROJEKTOR_CONN_MAX_AGE", None)
     if value is not None:
         env["PROJEKTOR_CONN_MAX_AGE"] = value
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "--no-imports", "-c", probe],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split() == [kept]
+    assert probed(probe, env) == [kept]
     env["PROJEKTOR_CONN_MAX_AGE"] = "-1"
     refused = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
