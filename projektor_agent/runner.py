@@ -78,7 +78,7 @@ class Runner:
         self.skipped: set[int] = set()  # issues whose worktree could not be resolved
         # Issues this runner gave back, and until when (monotonic) other runners go first.
         self.gave_back: dict[int, float] = {}
-        self.passed_over: set[int] = set()  # this pass of the queue: a local setup failed
+        self.passed_over: set[int] = set()  # skipped by the next pass: a local setup failed
         self.interrupts = 0
         self.waiting = False  # in a long poll, which a signal may cut short
         self.child: Child | None = None
@@ -151,6 +151,13 @@ class Runner:
         other runner took first (collisions avoided when the server says so)."""
         if self.args.issue is not None:
             return self.start(self.args.issue)
+        try:
+            return self.take_from_queue()
+        finally:
+            self.passed_over.clear()  # the end of a pass: the next one tries them again
+
+    def take_from_queue(self) -> Unit | None:
+        """One pass down the ready queue, past the issues passed over."""
         query = {"project": self.args.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
         free = [i for i in ready if not i.get("collisions")]
@@ -172,7 +179,6 @@ class Runner:
                 if refused.code not in TAKEN_ELSEWHERE:
                     raise
                 say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")
-        self.passed_over.clear()  # the end of a pass: the next one tries them again
         return None
 
     def deferred(self) -> set[int]:
@@ -189,7 +195,8 @@ class Runner:
 
     def after_setup_error(self, unit: Unit, error: SetupError) -> None:
         """A --loop outlives a local setup error of one unit (the issue was given
-        back): other work after a pause, that issue not again in this pass."""
+        back): other work after a pause, that issue not in the next pass of the queue
+        (the one after it tries it again)."""
         warn(f"issue {unit.id}: {error.message}; other work in {SETUP_PAUSE_SECONDS} s")
         emit(self.args.json, {"issue": unit.id, "outcome": "not_handed_in", "exit_status": 2})
         self.passed_over.add(unit.id)
