@@ -63,7 +63,7 @@ lint: install
 	$(TEST_ENV) $(BIN)/mypy .
 	$(BIN)/lint-imports
 
-# Both passes run on every core (pytest-xdist), each worker on a test database of its
+# Each pass runs on every core (pytest-xdist), each worker on a test database of its
 # own; the tests that must not meet run on one worker in turn (tests/conftest.py,
 # XDIST_GROUPS). PYTEST_WORKERS=0 runs a pass in one process.
 PYTEST_WORKERS ?= auto
@@ -82,7 +82,11 @@ test-postgres: install browser prometheus
 		echo "NOTICE: PostgreSQL unreachable at $(PG_TEST_URL); PostgreSQL tests NOT run"; \
 	fi
 
-test: lint test-sqlite test-postgres
+# The two passes run at the same time: much of a pass waits (on live servers, git,
+# subprocesses), and the other pass's tests fill those gaps. Each pass's output is
+# printed whole when it ends. Installs first, one apt-get at a time.
+test: lint browser prometheus
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 # The fleet bench: agents over HTTP against gunicorn, beside the database's own ceiling
 # (manage.py bench). On DATABASE_URL when it is set (a PostgreSQL database it names is

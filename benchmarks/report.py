@@ -237,13 +237,18 @@ def render(report: BenchReport) -> str:
 def reference_lines(calls: list[ReferenceCall]) -> list[str]:
     return [
         "Reference calls (gunicorn 1 worker × 1 thread, one kept-alive client, calls one"
-        " after another; the server's CPU per call):",
+        " after another; the server's CPU per call against its target):",
         *(
             f"  {call.name:<20} CPU {number(call.cpu_ms, 2):>6} ms   wall"
             f" {number(call.wall_ms, 2):>6} ms   ({call.repetitions:,} calls)"
+            f"   target ≤ {call.target_ms:.2f} ms: {verdict(call.met)}"
             for call in calls
         ),
     ]
+
+
+def verdict(met: bool | None) -> str:
+    return "no CPU figure" if met is None else ("met" if met else "NOT met")
 
 
 def delivery_lines(events: DeliveryFigures) -> list[str]:
@@ -370,6 +375,8 @@ def as_json(report: BenchReport) -> dict[str, Any]:
                 "calls": call.repetitions,
                 "server_cpu_ms": round(call.cpu_ms, 4) if call.cpu_ms is not None else None,
                 "wall_ms": round(call.wall_ms, 4),
+                "target_ms": call.target_ms,
+                "met": call.met,
             }
             for call in report.reference
         },

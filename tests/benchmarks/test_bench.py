@@ -222,13 +222,18 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
     assert "CPU ms/req" in header
     assert "Reference calls (gunicorn 1 worker × 1 thread" in result.stdout
     for call in ("healthz", "heartbeat", "claim 10 + release"):
-        assert any(line.startswith(f"  {call} ") for line in result.stdout.splitlines()), call
+        line = next(line for line in result.stdout.splitlines() if line.startswith(f"  {call} "))
+        assert "target ≤ " in line and line.endswith(("met", "NOT met")), line
     figures = json.loads(figures_file.read_text())
     assert figures["failures"] == []
     assert "server_cpu_ms_per_request" in figures["scenarios"]["heartbeat"]["api"]
     assert set(figures["reference_calls"]) == {"healthz", "heartbeat", "claim 10 + release"}
-    for call in figures["reference_calls"].values():
-        assert set(call) == {"calls", "server_cpu_ms", "wall_ms"}
+    targets = {"healthz": 0.4, "heartbeat": 1.1, "claim 10 + release": 4.0}
+    factor = 1.3 if on_postgresql() else 1.0
+    for name, call in figures["reference_calls"].items():
+        assert set(call) == {"calls", "server_cpu_ms", "wall_ms", "target_ms", "met"}
+        assert call["target_ms"] == round(targets[name] * factor, 2)
+        assert call["met"] == (call["server_cpu_ms"] <= call["target_ms"])
     written = sorted(path.name.split(".worker-")[0] for path in profiles.glob("*.html"))
     assert written == [
         "heartbeat",
