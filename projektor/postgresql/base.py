@@ -13,11 +13,13 @@ Django's own cursors: its statements are not all written to be bound on the serv
 parameters a statement, which Django's batching does not keep to on PostgreSQL.
 """
 
+import select
 from typing import Any
 
 from django.db.backends.postgresql import base, operations
 from django.db.backends.utils import CursorWrapper
 from psycopg import errors
+from psycopg.pq import TransactionStatus
 
 
 class DatabaseOperations(operations.DatabaseOperations):
@@ -34,6 +36,21 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+
+    def close_if_health_check_failed(self) -> None:
+        """Django's health check (``SELECT 1`` before a persistent connection's first
+        use in a request; replaced when it fails), asked only when the idle connection
+        has something to read. A server that ends a connection (a restart, a terminated
+        backend, a crash) writes its last words or closes the socket, so the socket is
+        readable; a healthy idle one is not. A quiet socket saves a round trip on every
+        request (a tenth of a heartbeat's CPU)."""
+        # Django sets both flags on the wrapper (its stubs do not declare them).
+        checking = getattr(self, "health_check_enabled", False)
+        done = getattr(self, "health_check_done", False)
+        if self.connection is not None and checking and not done and quiet(self.connection):
+            self.health_check_done = True
+            return
+        super().close_if_health_check_failed()
 
     def prepared_cursor(self) -> CursorWrapper:
         """Like ``cursor()`` (the health check, the connection, Django's wrappers and
@@ -60,3 +77,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return self.create_cursor()
         finally:
             connection.cursor_factory = client_binding
+
+
+def quiet(connection: Any) -> bool:
+    """An open, idle connection with nothing to read on its socket."""
+    if connection.closed or connection.broken:
+        return False
+    if connection.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
+        return not poller.poll(0)
+    except (OSError, ValueError):
+        return False

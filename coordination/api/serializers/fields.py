@@ -1,8 +1,10 @@
 """Fields every resource's serializers share: strict JSON input types, bounded ids
 and fences, and the blank-as-null choices of the output."""
 
+from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from coordination.models import MAX_ID, ReleaseReason
@@ -89,3 +91,12 @@ class ReleaseReasonField(BlankAsNullChoiceField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(ReleaseReason.choices, **kwargs)
+
+
+def iso_datetime(value: datetime | None) -> str | None:
+    """An aware datetime as DRF's ``DateTimeField`` renders it by default: ISO 8601 in
+    the current time zone, UTC written ``Z``; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    text = timezone.localtime(value).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
