@@ -3,13 +3,17 @@ render with them, and the agents' hot input serializers that validate with them.
 
 import types
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework import serializers
-from rest_framework.fields import DictField, Field, SkipField
+from rest_framework import ISO_8601, serializers
+from rest_framework.fields import DateTimeField, DictField, Field, SkipField
 from rest_framework.relations import HyperlinkedRelatedField, ManyRelatedField, PKOnlyObject
+from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
+
+from coordination.api.serializers.fields import iso_datetime
 
 
 class FieldsBoundOnce:
@@ -35,19 +39,48 @@ class FieldsBoundOnce:
             cls._bound_fields = fields  # type: ignore[attr-defined]
         return fields
 
+    @classmethod
+    def rendering_plan(cls) -> Sequence[tuple[Field, str, bool]]:
+        """Each bound field, its name, and whether it is DRF's DateTimeField at its
+        defaults (ISO 8601, the current time zone): those render an aware datetime with
+        ``iso_datetime``, DRF's own steps without its lookups (a third of a session's
+        rendering)."""
+        plan = cls.__dict__.get("_rendering_plan")
+        if plan is None:
+            plan = [
+                (field, str(field.field_name), plain_datetime(field))
+                for field in cls.bound_fields()
+            ]
+            cls._rendering_plan = plan  # type: ignore[attr-defined]
+        return plan
+
     def to_representation(self, instance: Any) -> dict[str, Any]:
         # DRF's Serializer.to_representation, over the fields bound once.
         rendered: dict[str, Any] = {}
-        for field in self.bound_fields():
+        for field, name, as_iso in self.rendering_plan():
             try:
                 attribute = field.get_attribute(instance)
             except SkipField:
                 continue
             value = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
-            rendered[str(field.field_name)] = (
-                None if value is None else field.to_representation(attribute)
-            )
+            if value is None:
+                rendered[name] = None
+            elif as_iso and isinstance(value, datetime) and value.utcoffset() is not None:
+                rendered[name] = iso_datetime(value)
+            else:
+                rendered[name] = field.to_representation(attribute)
         return rendered
+
+
+def plain_datetime(field: Field) -> bool:
+    """DRF's own DateTimeField, rendering ISO 8601 in the current time zone."""
+    output_format = getattr(field, "format", api_settings.DATETIME_FORMAT)
+    return (
+        type(field) is DateTimeField
+        and isinstance(output_format, str)
+        and output_format.lower() == ISO_8601
+        and not hasattr(field, "timezone")
+    )
 
 
 class SharedInputFields:

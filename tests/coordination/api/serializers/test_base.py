@@ -1,10 +1,14 @@
 """FieldsBoundOnce: every output serializer binds its fields once, and a field that
 reads the context (which bound-once fields see empty) is refused when it binds."""
 
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
 from rest_framework import serializers
 
 from coordination.api import serializers as s
@@ -88,3 +92,28 @@ def test_a_method_field_that_reads_only_the_row_binds():
         serializers.SerializerMethodField(), get_probe=lambda self, row: row["n"] + 1
     )
     assert serializer_class({"n": 1}).data == {"probe": 2}
+
+
+class Stamped(FieldsBoundOnce, serializers.Serializer):
+    plain = serializers.DateTimeField()
+    formatted = serializers.DateTimeField(format="%Y-%m-%d %H:%M")
+    kept = serializers.DateTimeField(format=None)
+    zoned = serializers.DateTimeField(default_timezone=ZoneInfo("Asia/Tokyo"))
+
+
+STAMPS = [
+    datetime(2026, 12, 5, 3, 4, 5, 123456, tzinfo=UTC),
+    datetime(2026, 12, 5, 3, 4, 5, tzinfo=ZoneInfo("Europe/Berlin")),
+    datetime(2026, 12, 5, 3, 4, 5),  # naive: DRF makes it aware in the current zone
+    "2026-12-05T03:04:05Z",  # a string: DRF passes it on
+]
+
+
+@pytest.mark.parametrize("stamp", STAMPS)
+@pytest.mark.parametrize("current", ["UTC", "America/New_York"])
+def test_datetimes_render_as_drfs_fields_render_them(stamp, current):
+    row = SimpleNamespace(plain=stamp, formatted=stamp, kept=stamp, zoned=stamp)
+    with timezone.override(ZoneInfo(current)):
+        drf = serializers.Serializer.to_representation(Stamped(), row)
+        assert Stamped(row).data == drf
+    assert [as_iso for _, _, as_iso in Stamped.rendering_plan()] == [True, False, False, False]
