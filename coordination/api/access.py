@@ -5,8 +5,8 @@ A rule says what the call does (``Act``) and where its targets are: the session 
 acts in (the URL id or a body field), the agent it acts as, whether it asks for
 ``force``, the run or key of its URL, the status it may close an issue with. The
 table is keyed by the route's URL name and method; a route missing from it is
-refused to every key but a fleet key (tests/coordination/api/test_access.py fails
-until it is listed). A method the view does not have passes: its 405 follows.
+refused to every key but a fleet key (tests/coordination/api/test_access_routes.py
+fails until it is listed). A method the view does not have passes: its 405 follows.
 
 Only what the check needs is read from the body, with the validators the input
 serializers use; a value they would refuse is left to them (a 400, as before).
