@@ -313,8 +313,25 @@ class DirectDriver(DirectConnection):
 
     def release_paths(self) -> str:
         """file_claims.release_files with a session and no paths: the release and its
-        event."""
+        event (on PostgreSQL in one statement, with no transaction around it)."""
         self.active_key()
+        if self.postgres:
+            released = self.send(
+                sql.release_claims_announced(
+                    self.dialect,
+                    reason="released",
+                    workspace_id=self.workspace_id,
+                    issue_id=self.plan.issue_id,
+                    session_id=self.session_id,
+                    paths=None,
+                    event_type="claims.released",
+                    lock=self.target.event_namespace,
+                )
+            ).fetchall()
+            if not released:
+                raise Refused("409 nothing_released")
+            self.send(sql.notify(workspace_ids=[self.workspace_id]))
+            return "200"
         with self.transaction():
             released = self.send(
                 sql.release_claims(

@@ -110,10 +110,20 @@ def write(pending: list[tuple[int, sql.EventRow]]) -> None:
     d, lock = dialect(), ADVISORY_LOCK_KEYS["event_log"]
     for workspace_id, rows in sorted(by_workspace.items()):
         execute(sql.insert_events(d, workspace_id=workspace_id, rows=rows, lock=lock))
+    after_commit(sorted(by_workspace))
+
+
+def buffering() -> bool:
+    """Inside a ``change()`` block: events recorded now are written at its end."""
+    return _buffer.depth > 0
+
+
+def after_commit(workspace_ids: list[int]) -> None:
+    """Once the events just written commit (at once outside a transaction): tell the
+    waiters of ``workspace_ids`` (``feed.committed``)."""
     from coordination import feed  # the reader side; imported late, it imports services
 
-    workspaces = sorted(by_workspace)
-    transaction.on_commit(lambda: feed.committed(workspaces), using=connection.alias)
+    transaction.on_commit(lambda: feed.committed(workspace_ids), using=connection.alias)
 
 
 # --- what the services announce, in the fields of docs/api.md "Events" --------------------

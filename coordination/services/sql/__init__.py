@@ -64,6 +64,7 @@ from coordination.services.sql.file_claims import (
     overlapping_ids,
     path_locks,
     release_claims,
+    release_claims_announced,
     release_dead_claims,
     share_claim_issues,
 )
@@ -167,6 +168,7 @@ __all__ = [
     "queue_window",
     "lock_issue_project",
     "release_claims",
+    "release_claims_announced",
     "release_dead_claims",
     "release_if_holder_dead",
     "release_stale_lease",

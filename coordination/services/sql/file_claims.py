@@ -10,6 +10,7 @@ from coordination.services.sql.base import (
     CLAIM,
     COLUMNS,
     CONFLICT,
+    EVENT,
     ISSUE,
     SESSION,
     Dialect,
@@ -272,4 +273,50 @@ def release_claims(
         f" RETURNING path, issue_id, session_id, agent_id,"
         f" (SELECT project_id FROM {ISSUE} WHERE id = {CLAIM}.issue_id)",
         [reason, *params],
+    )
+
+
+def release_claims_announced(
+    d: Dialect,
+    *,
+    reason: str,
+    workspace_id: int,
+    issue_id: int,
+    session_id: int | None,
+    paths: list[str] | None,
+    event_type: str,
+    lock: int,
+) -> Statement:
+    """PostgreSQL only: ``release_claims`` of one issue's claims and its events in one
+    statement, which needs no transaction around it (``file_claims.release_files``).
+
+    The rows are locked in path order and released as ``release_claims`` does; then,
+    if any were, the workspace's event-writer lock is taken (shared, to the commit:
+    ``insert_events``) and one event of ``event_type`` per holder is inserted, in the
+    order and with the data ``events.claims_released`` gives (``paths`` sorted by code
+    point, ``reason``), its ids drawn only once the lock is held (the rows join the
+    lock's materialised CTE). Returns the released paths, sorted."""
+    update, update_params = release_claims(
+        d,
+        reason=reason,
+        workspace_id=workspace_id,
+        issue_id=issue_id,
+        session_id=session_id,
+        paths=paths,
+    )
+    columns = "workspace_id, type, project_id, issue_id, session_id, agent_id, data, occurred_at"
+    return (
+        f"WITH released (path, issue_id, session_id, agent_id, project_id) AS ({update}),"
+        " writer AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(%s, %s)"
+        " WHERE EXISTS (SELECT 1 FROM released)),"
+        " holders AS (SELECT issue_id, session_id, agent_id, project_id,"
+        ' jsonb_agg(path ORDER BY path COLLATE "C") AS paths FROM released'
+        " GROUP BY issue_id, session_id, agent_id, project_id),"
+        f" announced AS (INSERT INTO {EVENT} ({columns})"
+        " SELECT %s, %s, holder.project_id, holder.issue_id, holder.session_id,"
+        " holder.agent_id, jsonb_build_object('paths', holder.paths, 'reason', %s::text),"
+        f" {d.now()} FROM writer CROSS JOIN holders AS holder"
+        " ORDER BY holder.issue_id, COALESCE(holder.session_id, 0))"
+        ' SELECT path FROM released ORDER BY path COLLATE "C"',
+        [*update_params, lock, workspace_id, workspace_id, event_type, reason],
     )
