@@ -11,7 +11,7 @@ from coordination.services import sql
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
 STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
 ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
-PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.workspace_issue)
+PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.workspace_issue, sql.claim_context)
 SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
 FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
 RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project
@@ -185,26 +185,26 @@ class DirectDriver(DirectConnection):
         return self.answer(lambda: self.claim_paths(paths))
 
     def claim_paths(self, paths: list[str]) -> str:
-        """file_claims.claim_files: the issue lookup, then one attempt."""
+        """file_claims.claim_files: one attempt."""
         self.active_key()
-        row = self.send(  # file_claims.existing_issue
-            sql.workspace_issue(workspace_id=self.workspace_id, issue_id=self.plan.issue_id)
-        ).fetchone()
-        if row is None:
-            raise Refused("404")
-        self.project_id = int(row[PROJECT_AT])
         with self.transaction():
             return self.attempt_claim(paths)
 
     def attempt_claim(self, paths: list[str]) -> str:
         """The transaction of file_claims._attempt (no force, no fence)."""
         issue_id = self.plan.issue_id
-        row = self.send(  # file_claims.claimer_session: the session, if it is live
-            sql.claimer_session(
-                self.dialect, workspace_id=self.workspace_id, session_id=self.session_id
+        row = self.send(  # file_claims.ClaimContext: the issue, the session if live
+            sql.claim_context(
+                self.dialect,
+                workspace_id=self.workspace_id,
+                issue_id=issue_id,
+                session_id=self.session_id,
             )
         ).fetchone()
         if row is None:
+            raise Refused("404")
+        self.project_id = int(row[PROJECT_AT])
+        if row[SESSION_AT] is None:
             raise Refused("400")
         if not row[-1]:
             raise Refused("409 session_not_live")

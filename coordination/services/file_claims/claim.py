@@ -57,7 +57,7 @@ An attempt sends the same statements however many paths it asks for and however
 many claims are held elsewhere (``tests/coordination/api/query_counts.py``).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -116,27 +116,41 @@ class ClaimRefused(FileConflict):
 # --- the statements of one attempt ------------------------------------------------------
 
 
-def existing_issue(workspace: Workspace, issue_id: int) -> Issue:
-    """The issue as read now, or 404: the claim path's lookup, in one statement."""
-    row = fetchone(sql.workspace_issue(workspace_id=workspace.pk, issue_id=issue_id))
-    if row is None:
-        raise NotFound(f"Issue {issue_id} does not exist.")
-    return instance(Issue, row)
+@dataclass
+class ClaimContext:
+    """A claim's first read (``sql.claim_context``): the issue, and the claiming
+    session with its agent and whether it is live (None without a session id, or
+    when the workspace has no such session)."""
 
+    issue: Issue
+    session: AgentSession | None
+    live: bool
 
-def claimer_session(workspace: Workspace, session_id: int) -> AgentSession:
-    """The claiming session with its agent, if it is live: else 400 (it is named in
-    the body) or 409 ``session_not_live``."""
-    row = fetchone(sql.claimer_session(dialect(), workspace_id=workspace.pk, session_id=session_id))
-    if row is None:
-        raise InvalidInput(f"Session {session_id} does not exist.")
-    if not row[-1]:
-        raise SessionNotLive(f"Session {session_id} is not live.")
-    session, at = take(AgentSession, row, 0)
-    agent, _ = take(Agent, row, at)
-    assert session is not None and agent is not None
-    session.agent = agent
-    return session
+    @classmethod
+    def read(cls, workspace: Workspace, issue_id: int, session_id: int | None) -> "ClaimContext":
+        statement = sql.claim_context(
+            dialect(), workspace_id=workspace.pk, issue_id=issue_id, session_id=session_id
+        )
+        row = fetchone(statement)
+        if row is None:
+            raise NotFound(f"Issue {issue_id} does not exist.")
+        issue, at = take(Issue, row, 0)
+        session, at = take(AgentSession, row, at)
+        agent, _ = take(Agent, row, at)
+        assert issue is not None
+        if session is not None:
+            assert agent is not None
+            session.agent = agent
+        return cls(issue=issue, session=session, live=bool(row[-1]))
+
+    def claimer(self, session_id: int) -> AgentSession:
+        """The claiming session, if it is live: else 400 (it is named in the body) or
+        409 ``session_not_live``."""
+        if self.session is None:
+            raise InvalidInput(f"Session {session_id} does not exist.")
+        if not self.live:
+            raise SessionNotLive(f"Session {session_id} is not live.")
+        return self.session
 
 
 def pairs_of(paths: list[str], claims: list[FileClaim]) -> list[Pair]:
@@ -271,36 +285,42 @@ def claim_files(
       every holder) after its conflict rows commit; with ``force`` the holders are
       released ``overridden`` and messages name the displaced issues.
     """
-    issue = existing_issue(workspace, issue_id)
-    wanted = checked_paths(paths, limit=MAX_PATHS)
+    checked: list[list[str]] = []  # the paths, checked once the issue is known (404 first)
+
+    def wanted() -> list[str]:
+        if not checked:
+            checked.append(checked_paths(paths, limit=MAX_PATHS))
+        return checked[0]
 
     def attempt(number: int) -> ClaimedFiles | _Refused:
         try:
             return _attempt(
                 workspace=workspace,
-                issue=issue,
+                issue_id=issue_id,
                 session_id=session_id,
-                paths=wanted,
+                wanted_paths=wanted,
                 force=force,
                 fence=fence,
             )
         except locking.IssueLocked:  # see locking: a fenced claim met a close
-            locking.wait_for_issue(issue.pk)
+            locking.wait_for_issue(issue_id)
             raise reclaim.Retry from None
 
-    outcome = reclaim.attempts(attempt, exhausted=lambda: changed_hands(workspace, issue, wanted))
+    outcome = reclaim.attempts(
+        attempt, exhausted=lambda: changed_hands(workspace, issue_id, wanted())
+    )
     if isinstance(outcome, _Refused):
-        raise file_conflict(outcome.pairs, requested=len(wanted))
+        raise file_conflict(outcome.pairs, requested=len(wanted()))
     return outcome
 
 
-def changed_hands(workspace: Workspace, issue: Issue, wanted: list[str]) -> NoReturn:
+def changed_hands(workspace: Workspace, issue_id: int, wanted: list[str]) -> NoReturn:
     """Once the attempts are spent (each followed a path that changed hands under it):
     the holders as they stand, rather than an unbounded wait."""
     current = [
         found.claim
         for found in overlapping_claims(workspace.pk, wanted, lock=False)
-        if found.claim.issue_id != issue.pk and found.holds
+        if found.claim.issue_id != issue_id and found.holds
     ]
     raise file_conflict(
         pairs_of(wanted, current),
@@ -312,18 +332,21 @@ def changed_hands(workspace: Workspace, issue: Issue, wanted: list[str]) -> NoRe
 def _attempt(
     *,
     workspace: Workspace,
-    issue: Issue,
+    issue_id: int,
     session_id: int | None,
-    paths: list[str],
+    wanted_paths: Callable[[], list[str]],
     force: bool,
     fence: int | None = None,
 ) -> ClaimedFiles | _Refused:
     with events.change():
+        # The issue (404 first, then the paths' 400) and the session, in one read.
+        context = ClaimContext.read(workspace, issue_id, session_id)
+        issue, paths = context.issue, wanted_paths()
         if fence is not None:
             # Lease, then issue, before the path locks (locking): a refusal has
             # written nothing, and the lease cannot be reclaimed under this claim.
             leases.check_lease_fence(issue_id=issue.pk, fence=fence)
-        session = claimer_session(workspace, session_id) if session_id is not None else None
+        session = context.claimer(session_id) if session_id is not None else None
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
         status = locking.lock_paths_and_issues(

@@ -6,6 +6,7 @@ from typing import Any
 from coordination.services.sql.base import (
     AGENT,
     API_KEY,
+    ISSUE,
     KEY_RING,
     RUN,
     SESSION,
@@ -150,6 +151,22 @@ def claimer_session(d: Dialect, *, workspace_id: int, session_id: int) -> Statem
         f" FROM {SESSION} s JOIN {AGENT} a ON a.id = s.agent_id"
         " WHERE s.id = %s AND s.workspace_id = %s",
         [session_id, workspace_id],
+    )
+
+
+def claim_context(
+    d: Dialect, *, workspace_id: int, issue_id: int, session_id: int | None
+) -> Statement:
+    """A claim's first read, inside its transaction: the workspace's issue, and the
+    claiming session with its agent and whether it is live (``claimer_session``'s
+    columns; all NULL without a session or when the workspace has no such session).
+    No row: no such issue in the workspace."""
+    return (
+        f"SELECT {columns(ISSUE, 'i')}, {columns(SESSION, 's')}, {columns(AGENT, 'a')},"
+        f" {d.live('s')} FROM {ISSUE} i LEFT JOIN ({SESSION} s JOIN {AGENT} a"
+        " ON a.id = s.agent_id) ON s.id = %s AND s.workspace_id = %s"
+        " WHERE i.id = %s AND i.workspace_id = %s",
+        [session_id, workspace_id, issue_id, workspace_id],
     )
 
 

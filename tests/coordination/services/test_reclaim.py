@@ -94,7 +94,7 @@ def test_a_file_claim_whose_paths_keep_changing_hands_spends_the_same_budget(
     attempts: list[str] = []
 
     def raced(**kwargs):
-        attempts.append(kwargs["paths"][0])
+        attempts.append(kwargs["wanted_paths"]()[0])
         raise reclaim.Retry
 
     monkeypatch.setattr(claiming, "_attempt", raced)
