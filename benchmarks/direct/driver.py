@@ -11,7 +11,7 @@ from coordination.services import sql
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
 STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
 ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
-PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.workspace_issue, sql.claim_context)
+PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.claim_context)
 SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
 FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
 RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project

@@ -57,6 +57,7 @@ An attempt sends the same statements however many paths it asks for and however
 many claims are held elsewhere (``tests/coordination/api/query_counts.py``).
 """
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -285,12 +286,8 @@ def claim_files(
       every holder) after its conflict rows commit; with ``force`` the holders are
       released ``overridden`` and messages name the displaced issues.
     """
-    checked: list[list[str]] = []  # the paths, checked once the issue is known (404 first)
-
-    def wanted() -> list[str]:
-        if not checked:
-            checked.append(checked_paths(paths, limit=MAX_PATHS))
-        return checked[0]
+    # The paths are checked by the first attempt, once it has found the issue (404 first).
+    wanted = functools.cache(lambda: checked_paths(paths, limit=MAX_PATHS))
 
     def attempt(number: int) -> ClaimedFiles | _Refused:
         try:

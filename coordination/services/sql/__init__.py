@@ -82,7 +82,6 @@ from coordination.services.sql.leases import (
     share_issue_nowait,
     unreleased_lease,
     unreleased_row,
-    workspace_issue,
 )
 from coordination.services.sql.queue import Queue, queue_count, queue_page, queue_window
 from coordination.services.sql.sessions import (
@@ -90,7 +89,6 @@ from coordination.services.sql.sessions import (
     active_key,
     announce_stalls,
     claim_context,
-    claimer_session,
     heartbeat,
     key_ring_version,
     progress,
@@ -140,7 +138,6 @@ __all__ = [
     "assign_unassigned_issue",
     "claim_issue_status",
     "claim_context",
-    "claimer_session",
     "close_log_door",
     "columns",
     "count_hit",
@@ -192,5 +189,4 @@ __all__ = [
     "shown_session_columns",
     "unreleased_lease",
     "unreleased_row",
-    "workspace_issue",
 ]

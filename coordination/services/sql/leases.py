@@ -14,13 +14,6 @@ from coordination.services.sql.base import (
 )
 
 
-def workspace_issue(*, workspace_id: int, issue_id: int) -> Statement:
-    return (
-        f"SELECT {columns(ISSUE, 'i')} FROM {ISSUE} i WHERE i.id = %s AND i.workspace_id = %s",
-        [issue_id, workspace_id],
-    )
-
-
 def lock_issue_project(d: Dialect, *, workspace_id: int, issue_id: int) -> Statement:
     """A lease claim's first lock (invariant 3): the row of the issue's project,
     ``FOR NO KEY UPDATE``, found from the workspace's issue in the same statement (only

@@ -143,24 +143,13 @@ def run_agent(*, workspace_id: int, run_id: int) -> Statement:
     )
 
 
-def claimer_session(d: Dialect, *, workspace_id: int, session_id: int) -> Statement:
-    """The session, its agent and whether it is live: read inside a claim's
-    transaction, so liveness is judged when the claim is made (invariant 2)."""
-    return (
-        f"SELECT {columns(SESSION, 's')}, {columns(AGENT, 'a')}, {d.live('s')}"
-        f" FROM {SESSION} s JOIN {AGENT} a ON a.id = s.agent_id"
-        " WHERE s.id = %s AND s.workspace_id = %s",
-        [session_id, workspace_id],
-    )
-
-
 def claim_context(
     d: Dialect, *, workspace_id: int, issue_id: int, session_id: int | None
 ) -> Statement:
-    """A claim's first read, inside its transaction: the workspace's issue, and the
-    claiming session with its agent and whether it is live (``claimer_session``'s
-    columns; all NULL without a session or when the workspace has no such session).
-    No row: no such issue in the workspace."""
+    """A claim's first read, inside its transaction, so liveness is judged when the
+    claim is made (invariant 2): the workspace's issue, then the claiming session, its
+    agent and whether it is live (all NULL without a session, or when the workspace has
+    no such session). No row: no such issue in the workspace."""
     return (
         f"SELECT {columns(ISSUE, 'i')}, {columns(SESSION, 's')}, {columns(AGENT, 'a')},"
         f" {d.live('s')} FROM {ISSUE} i LEFT JOIN ({SESSION} s JOIN {AGENT} a"
