@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from django.apps import apps
 from django.urls import resolve
 
@@ -310,12 +309,6 @@ def snapshot() -> dict[str, list[dict[str, Any]]]:
         model._meta.label: list(model._default_manager.order_by("pk").values())
         for model in apps.get_app_config("coordination").get_models()
     }
-
-
-@pytest.fixture(name="world")
-def fixture_world(workspace: Workspace, settings: Any) -> World:
-    settings.PROJEKTOR_EVENT_STREAM_SECONDS = 0  # the stream's first frame, then its end
-    return build_world(workspace)
 
 
 def route_of_tool(tool: ToolSpec) -> tuple[str, str]:

@@ -20,7 +20,6 @@ from tests.api_helpers import V1, assert_error, post
 from tests.conftest import make_client
 from tests.coordination.api.access_helpers import (
     World,
-    fixture_world,  # noqa: F401  (a fixture)
     snapshot,
 )
 

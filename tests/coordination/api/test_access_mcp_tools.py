@@ -18,7 +18,6 @@ from tests.coordination.api.access_helpers import (
     PERSONAS,
     Call,
     World,
-    fixture_world,  # noqa: F401  (a fixture)
     route_of_tool,
     snapshot,
 )

@@ -29,7 +29,6 @@ from tests.coordination.api.access_helpers import (
     PERSONAS,
     ROUTE_KEYS,
     World,
-    fixture_world,  # noqa: F401  (a fixture)
     snapshot,
 )
 

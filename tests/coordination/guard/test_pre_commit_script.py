@@ -14,9 +14,6 @@ from tests.coordination.conftest import claim_paths
 from tests.coordination.guard.guard_helpers import (
     HOOK,
     LIVE,
-    fixture_checkout,  # noqa: F401  (a fixture)
-    fixture_guarded,  # noqa: F401  (a fixture)
-    fixture_mine_and_theirs,  # noqa: F401  (a fixture)
 )
 
 # --- the script --------------------------------------------------------------------------

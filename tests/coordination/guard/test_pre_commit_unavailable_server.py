@@ -15,9 +15,6 @@ from tests.coordination.guard.guard_helpers import (
     HOOK,
     LIVE,
     closed_port,
-    fixture_checkout,  # noqa: F401  (a fixture)
-    fixture_guarded,  # noqa: F401  (a fixture)
-    fixture_mine_and_theirs,  # noqa: F401  (a fixture)
 )
 
 # --- the hook in a real repository ---------------------------------------------------------
