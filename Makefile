@@ -84,8 +84,10 @@ test-postgres: install browser prometheus
 
 # The two passes run at the same time: much of a pass waits (on live servers, git,
 # subprocesses), and the other pass's tests fill those gaps. Each pass's output is
-# printed whole when it ends. Installs first, one apt-get at a time.
+# printed whole when it ends. Installs first, one apt-get at a time, and the static
+# files the live servers serve collected once, before either pass starts.
 test: lint browser prometheus
+	$(TEST_ENV) $(BIN)/python manage.py collectstatic --noinput -v0
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 # The fleet bench: agents over HTTP against gunicorn, beside the database's own ceiling
