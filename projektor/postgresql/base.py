@@ -85,6 +85,8 @@ def quiet(connection: Any) -> bool:
         return False
     if connection.info.transaction_status != TransactionStatus.IDLE:
         return False
+    if not hasattr(select, "poll"):  # not on every platform: then Django's check each time
+        return False
     try:
         poller = select.poll()
         poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
