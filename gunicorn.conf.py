@@ -25,8 +25,9 @@ graceful_timeout = 20
 accesslog = None  # the app writes one line per request itself (projektor.operations.requests)
 errorlog = "-"
 # Each worker touches a file every time it wakes, to show the master it is alive: on a
-# disk's filesystem that was 6 % of a heartbeat's CPU; in memory it costs next to nothing
-# (gunicorn's own advice). Elsewhere than Linux, gunicorn's default.
+# disk's filesystem py-spy found 6 % of a heartbeat's worker samples there, and a busy
+# disk can block it; gunicorn's documentation advises a directory in memory. Where
+# there is no /dev/shm, gunicorn's default.
 if os.path.isdir("/dev/shm"):
     worker_tmp_dir = "/dev/shm"
 
