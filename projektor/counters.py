@@ -51,6 +51,24 @@ def counters_path(database: str) -> str:
     return ":memory:" if database in ("", ":memory:") else f"{database}{SUFFIX}"
 
 
+def to_wal(opened: sqlite3.Connection) -> None:
+    """WAL mode, as every connection asks. Switching a new file to it takes the file
+    exclusively and SQLite does not wait for that lock (the busy timeout is not
+    asked): another process opening the new file at that moment is told "database is
+    locked" at once. It asks again until the switch is done, within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            opened.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)  # the other process's switch: a few milliseconds
+        pause = min(pause * 2, 0.05)
+
+
 class SQLiteCounterCache(BaseCache):
     """Integer counters in their own SQLite file: ``LOCATION``, or when it is empty
     ``counters_path`` of the default database as it is now (the test runner's
@@ -68,7 +86,7 @@ class SQLiteCounterCache(BaseCache):
         path = self.path()
         if getattr(self.local, "path", None) != path:
             opened = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            opened.execute("PRAGMA journal_mode=WAL")
+            to_wal(opened)
             opened.execute("PRAGMA synchronous=OFF")
             for statement in SCHEMA:
                 opened.execute(statement)

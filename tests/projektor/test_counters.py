@@ -1,8 +1,10 @@
 """The rate-limit counters on SQLite, in a file of their own (``projektor.counters``):
 counting never takes the coordination database's write lock."""
 
+import multiprocessing
 import sqlite3
 import threading
+from typing import Any
 
 import pytest
 from django.core.cache import caches
@@ -85,3 +87,37 @@ def test_the_cache_api_on_integers():
     cache.set("m", 1, timeout=None)
     cache.clear()
     assert cache.get("m") is None
+
+
+def count_once(path: str, start: Any, failures: Any) -> None:
+    """One server's first count in a new counters file (a process of its own)."""
+    cache = SQLiteCounterCache(path, {})
+    start.wait()
+    try:
+        cache.hit("key:1:7", 60)
+    except sqlite3.Error as error:
+        failures.put(str(error))
+
+
+def test_many_processes_opening_a_new_counters_file_at_once_all_count(tmp_path):
+    """Switching a new file to WAL takes it exclusively, without SQLite's busy wait:
+    servers opening it at that moment were told "database is locked" (a 500, under
+    load). Each opener asks again until the switch is done; every count is kept."""
+    context = multiprocessing.get_context("fork")
+    openers, files = 6, 15
+    failures = context.Queue()
+    for n in range(files):
+        path = str(tmp_path / f"counters-{n}")
+        start = context.Barrier(openers)
+        processes = [
+            context.Process(target=count_once, args=(path, start, failures)) for _ in range(openers)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(timeout=60)
+            assert process.exitcode == 0
+        with sqlite3.connect(path) as own:
+            assert own.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            counted = own.execute("SELECT count FROM counters").fetchall()
+        assert failures.empty() and counted == [(openers,)], (counted, failures.get())
