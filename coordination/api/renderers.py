@@ -11,7 +11,9 @@ orjson does the same work in C. What keeps the bytes identical:
 - U+2028 and U+2029 escaped as DRF escapes them;
 - a body with a number that has a fraction or an exponent is written by DRF: orjson
   writes some floats differently from Python (``1e-7``, ``0.00001``); the check is a
-  scan of the bytes, and a string that merely looks like one costs only the slow path;
+  scan of the bytes for such a number standing as a value (between ``:``, ``,`` or
+  ``[`` and ``,``, ``]`` or ``}``), so a time inside a string (``"…T06:00:00.123Z"``)
+  is not one, and a string that merely looks like one costs only the slow path;
 - anything orjson refuses (keys that are not strings, integers beyond 64 bits, an
   indented answer, a non-UTF-8 body, a document it cannot parse) goes to DRF's
   renderer or parser itself, so an error reads exactly as before.
@@ -36,9 +38,13 @@ ENCODE_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACL
 LINE_SEPARATOR, PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
 UTF_8 = codecs.lookup("utf-8").name
 JSON = "application/json"
-# A number with a fraction or an exponent: after a colon, comma or bracket, digits
-# then "." or "e" (orjson writes no spaces, so no other form reaches here).
-FLOAT = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.e]")
+# A number with a fraction or an exponent, whole, as a value: orjson writes no spaces,
+# so a value starts the body or follows a colon, comma or bracket, and ends it or meets
+# a comma or a closing bracket. Every answer's times ("2026-12-05T06:00:00.123456Z")
+# hold ":00.123456", which a scan for digits then "." alone took for a float.
+FLOAT = re.compile(
+    rb"(?:^|[:,\[])-?[0-9]+(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)(?:[,\]}]|$)"
+)
 
 
 class FastJSONRenderer(JSONRenderer):

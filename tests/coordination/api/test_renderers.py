@@ -38,6 +38,13 @@ DOCUMENTS = [
     {"decimal": decimal.Decimal("12.50"), "uuid": uuid.UUID(int=0x1234567890ABCDEF)},
     {"separators": "a\u2028b\u2029c", "controls": '\x00\x01\x1f\t\n\r"\\/\x7f'},
     {"floats": [0.1, 1.5, -2.25, 1e-7, 123456.789], "big": 2**63 - 1},
+    # a float in every place a value stands: first, last, alone, before a brace
+    1e-7,
+    [1e16],
+    {"last": 0.00001},
+    {"a": [2e-9, {"b": -1e22}], "c": 1e-5},
+    # strings that hold what a float looks like: the bytes are DRF's either way
+    {"at": "2026-12-05T06:00:00.123456Z", "odd": "x:1.5,", "exp": "[1e5]"},
     {"too big": 2**70, "tiny": -(2**70)},
     {1: "int key", "2": "str key"},
     {"set": {3}, "tuple": (1, 2), "lazy": lazy_text(), "bytes": b"raw"},
@@ -48,6 +55,24 @@ DOCUMENTS = [
 @pytest.mark.parametrize("document", DOCUMENTS, ids=range(len(DOCUMENTS)))
 def test_the_body_is_byte_for_byte_drfs(document):
     assert FastJSONRenderer().render(document) == JSONRenderer().render(document)
+
+
+def test_answers_with_times_are_written_by_orjson(monkeypatch):
+    """Every answer holds times with fractions of a second; they are strings, not
+    floats, so DRF's slower encoder is not asked to write them."""
+    document = {
+        "id": 3,
+        "last_heartbeat_at": "2026-12-05T06:00:00.123456Z",
+        "claims": [{"claimed_at": "2026-12-05T06:00:01.5Z", "path": "v1.2/a.py"}],
+        "note": "build 1.2e3 took 0.5 s",
+    }
+    expected = JSONRenderer().render(document)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("written by DRF's encoder")
+
+    monkeypatch.setattr(JSONRenderer, "render", refused)
+    assert FastJSONRenderer().render(document) == expected
 
 
 def test_an_indented_answer_and_none_are_drfs():
