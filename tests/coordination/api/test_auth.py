@@ -306,6 +306,24 @@ def test_revoked_key_is_401(workspace):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "header",
+    [
+        lambda raw: f"Bearer {raw}",
+        lambda raw: f"bearer {raw}",
+        lambda raw: f"Bearer  {raw} ",
+        lambda raw: f"Bearer {raw}".encode("latin-1"),  # what a test client may pass
+    ],
+    ids=["as-sent", "scheme-in-lower-case", "spaces-around-the-key", "bytes"],
+)
+def test_the_key_is_read_from_the_header_as_sent(workspace, header):
+    _, raw = ApiKey.issue(workspace)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header(raw))
+    assert client.get(f"{V1}/issues/").status_code == 200
+
+
+@pytest.mark.django_db
 def test_wrong_scheme_is_401(workspace):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token abc")
