@@ -188,6 +188,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # BEGIN so two claimers queue (busy timeout) instead of failing on lock upgrade.
     # Connections persist like PostgreSQL's (CONN_MAX_AGE above): opening one and
     # running its PRAGMAs again on every request cost a third of a heartbeat.
+    # Django's backend, each statement's placeholders converted once (projektor/sqlite3/).
+    DATABASES["default"]["ENGINE"] = "projektor.sqlite3"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
@@ -262,7 +264,7 @@ else:
             "LOCATION": "projektor_throttle",
         },
     }
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    if DATABASES["default"]["ENGINE"] == "projektor.sqlite3":
         # LOCATION empty: "<database file>-throttle", beside whichever database is in use.
         CACHES["throttle"] = {"BACKEND": "projektor.counters.SQLiteCounterCache", "LOCATION": ""}
 

@@ -228,7 +228,7 @@ def django_db_modify_db_settings(
     there, connections of other threads (the webhook worker's pool, waiters) lock
     whole tables against each other and fail at once instead of waiting their turn."""
     database = settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.sqlite3":
+    if "sqlite3" in database["ENGINE"]:
         folder = tmp_path_factory.mktemp("sqlite")
         database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
 
