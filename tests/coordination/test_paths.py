@@ -1,11 +1,19 @@
 """The path normaliser (invariant 6): examples, every rejected kind, and properties."""
 
+import sys
+import unicodedata
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from coordination.errors import InvalidInput
-from coordination.paths import MAX_PATH_BYTES, normalise_path, normalise_paths
+from coordination.paths import (
+    CONTROL_CHARACTER,
+    MAX_PATH_BYTES,
+    normalise_path,
+    normalise_paths,
+)
 
 
 @pytest.mark.parametrize(
@@ -174,3 +182,15 @@ def test_two_spellings_of_one_path_normalise_alike(segments, leading_dots, separ
     spelled += trailing
     assert normalise_path(spelled, literal=True) == canonical
     assert normalise_path(canonical, literal=True) == canonical
+
+
+def test_the_control_characters_refused_are_unicodes_every_cc_and_no_other():
+    """The scan for control characters is Unicode's general category Cc, code point
+    for code point (surrogates included: they are Cs)."""
+    every = (chr(point) for point in range(sys.maxunicode + 1))
+    scanned = {char for char in every if CONTROL_CHARACTER.search(char)}
+    assert scanned == {
+        chr(point)
+        for point in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(point)) == "Cc"
+    }
