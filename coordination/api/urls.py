@@ -19,14 +19,16 @@ router.include_root_view = False
 # No ".json" twins of every route: the API speaks JSON only, and the twins passed a
 # format= argument that the custom actions do not take.
 router.include_format_suffixes = False
+# Django tries the patterns in order: the agents' most frequent calls (heartbeats,
+# file claims and their release) first.
 router.register("sessions", sessions.SessionViewSet, basename="session")
+router.register("file-claims", file_claims.FileClaimViewSet, basename="file-claim")
 router.register("projects", issues.ProjectViewSet, basename="project")
 router.register("issues", issues.IssueViewSet, basename="issue")
 router.register("leases", issues.LeaseViewSet, basename="lease")
 router.register("wip-cap-denials", issues.WipCapDenialViewSet, basename="wip-cap-denial")
 router.register("worktrees", runs.WorktreeViewSet, basename="worktree")
 router.register("runs", runs.RunViewSet, basename="run")
-router.register("file-claims", file_claims.FileClaimViewSet, basename="file-claim")
 router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
 router.register("messages", messages.MessageViewSet, basename="message")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
