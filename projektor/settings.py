@@ -184,12 +184,12 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, each statement's placeholders converted once (projektor/sqlite3/).
+    DATABASES["default"]["ENGINE"] = "projektor.sqlite3"
     # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock at
     # BEGIN so two claimers queue (busy timeout) instead of failing on lock upgrade.
     # Connections persist like PostgreSQL's (CONN_MAX_AGE above): opening one and
     # running its PRAGMAs again on every request cost a third of a heartbeat.
-    # Django's backend, each statement's placeholders converted once (projektor/sqlite3/).
-    DATABASES["default"]["ENGINE"] = "projektor.sqlite3"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,

@@ -14,14 +14,22 @@ from typing import Any
 from django.db.backends.sqlite3 import base
 
 # Statements of the services and the ORM's usual ones; the ORM's with a varying
-# number of values (IN lists, bulk inserts) come and go.
+# number of values (IN lists) come and go. A longer text (a bulk insert's thousand
+# rows) is converted each time and not kept: at most a few megabytes are held.
 CONVERTED_STATEMENTS = 2048
+LONGEST_KEPT = 4096  # characters; a claim's statements are under 2,000
 
 
-@lru_cache(maxsize=CONVERTED_STATEMENTS)
 def qmark(query: str) -> str:
     """Django's "format" to sqlite3's "qmark" style (``%s`` → ``?``, ``%%`` → ``%``)."""
+    return kept_qmark(query) if len(query) <= LONGEST_KEPT else converted(query)
+
+
+def converted(query: str) -> str:
     return base.FORMAT_QMARK_REGEX.sub("?", query).replace("%%", "%")
+
+
+kept_qmark = lru_cache(maxsize=CONVERTED_STATEMENTS)(converted)
 
 
 class SQLiteCursorWrapper(base.SQLiteCursorWrapper):

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.db.backends.sqlite3.base import SQLiteCursorWrapper as DjangosCursor
 
-from projektor.sqlite3.base import SQLiteCursorWrapper, qmark
+from projektor.sqlite3.base import LONGEST_KEPT, SQLiteCursorWrapper, kept_qmark, qmark
 
 STATEMENTS = [
     "SELECT 1",
@@ -23,6 +23,13 @@ def test_a_statement_is_converted_as_djangos_cursor_converts_it(statement):
     expected = DjangosCursor.convert_query(None, statement)  # type: ignore[arg-type]
     assert qmark(statement) == expected
     assert qmark(statement) == expected  # kept: the same text again
+
+
+def test_a_long_statement_is_converted_and_not_kept():
+    kept_qmark.cache_clear()
+    long = "INSERT INTO t VALUES " + ", ".join(["(%s, '%%')"] * LONGEST_KEPT)
+    assert qmark(long) == DjangosCursor.convert_query(None, long)  # type: ignore[arg-type]
+    assert kept_qmark.cache_info().currsize == 0
 
 
 def test_named_placeholders_are_djangos():
@@ -41,11 +48,11 @@ def test_named_placeholders_are_djangos():
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's backend")
 @pytest.mark.django_db
 def test_the_backend_in_use_converts_once_and_runs_the_statement():
-    qmark.cache_clear()
+    kept_qmark.cache_clear()
     with connection.cursor() as cursor:
         assert isinstance(cursor.cursor, SQLiteCursorWrapper)
         for _ in range(3):
             cursor.execute("SELECT %s || '%%', %s", ["50", 2])
             assert cursor.fetchone() == ("50%", 2)
-    info = qmark.cache_info()
+    info = kept_qmark.cache_info()
     assert (info.misses, info.hits) == (1, 2)
