@@ -1,7 +1,11 @@
 """What the bench runs against: the database's connection for the direct clients, its
-settings, the checks that the statements still match the models, the commit."""
+settings, the checks that the statements still match the models, the commit and the
+interpreter."""
 
+import os
+import platform
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +111,9 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None
+
+
+def interpreter() -> str:
+    """The Python the server runs on, with the file it is (the venv's ``python``
+    resolved): figures from two builds of one version differ by a fifth."""
+    return f"Python {platform.python_version()} ({os.path.realpath(sys.executable)})"

@@ -165,7 +165,8 @@ def render(report: BenchReport) -> str:
     out = [
         f"Projektor fleet bench on {config['database']}: gunicorn {config['workers']} workers"
         f" × {config['threads']} threads (gthread), {config['cpu_count']} CPUs,"
-        f" {config['seconds']:g} s per run, commit {config.get('git_commit') or '?'}",
+        f" {config['seconds']:g} s per run, commit {config.get('git_commit') or '?'}"
+        + (f", {config['python']}" if config.get("python") else ""),
         *report.notes,
         "",
         line(*(name for name, _, _ in COLUMNS)),

@@ -38,6 +38,7 @@ from benchmarks.environment import (
     check_direct_columns,
     direct_target,
     git_commit,
+    interpreter,
     postgres_setting,
 )
 from benchmarks.fleet import RunFigures, run_fleet
@@ -457,6 +458,7 @@ class Bench:
             "seconds": options.seconds,
             "cpu_count": os.cpu_count(),
             "git_commit": git_commit(),
+            "python": interpreter(),
             "quick": options.quick,
             "scenarios": list(options.selected),
             "session_ttl_seconds": settings.PROJEKTOR_SESSION_TTL_SECONDS,

@@ -1,8 +1,12 @@
 """The bench's table: every throughput figure with a direct ceiling is printed beside
 its ratio to that ceiling (API÷direct)."""
 
+import os
+import platform
+import sys
 from collections import Counter
 
+from benchmarks.environment import interpreter
 from benchmarks.fleet import Latency, RunFigures
 from benchmarks.report import BenchReport, GrowthReport, ScenarioReport, render
 
@@ -51,3 +55,18 @@ def test_every_figure_with_a_ceiling_is_printed_beside_its_ratio_to_it():
     assert "off      50 ops/s (÷direct 0.50)" in throttle
     growth = next(line for line in table.splitlines() if line.startswith("  + history"))
     assert "×0.80  direct 20 ops/s, API÷direct 0.40" in growth
+
+
+def test_the_header_names_the_interpreter_the_server_ran_on():
+    """Two builds of one Python version differ by a fifth in CPU per request: the
+    report says which one served (the venv's python, resolved to its file)."""
+    python = interpreter()
+    assert python.startswith(f"Python {platform.python_version()} (")
+    assert os.path.realpath(sys.executable) in python
+    config = {"database": "sqlite", "workers": 1, "threads": 1, "cpu_count": 2, "seconds": 10}
+
+    named = render(BenchReport(config={**config, "python": python})).splitlines()[0]
+    unnamed = render(BenchReport(config=config)).splitlines()[0]
+
+    assert named.endswith(f", {python}")
+    assert "Python" not in unnamed
