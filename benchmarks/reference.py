@@ -7,6 +7,11 @@ after, divided by the calls. Three calls: ``GET /healthz`` (no database: the req
 path alone), a session's heartbeat, and a cycle of claiming ten paths and releasing
 them (two requests, counted as one cycle). Each is warmed up first (connections,
 caches, the first query of each kind), then timed.
+
+Then the server's floor (``benchmarks.floor_wsgi``): the same gunicorn and client,
+``GET /healthz`` answered with the same bytes by a WSGI app that does nothing else. A
+call's CPU above it is the app's; the floor itself moves with the machine and the
+interpreter, and no code of Projektor can lower it.
 """
 
 from __future__ import annotations
@@ -41,7 +46,19 @@ POSTGRESQL_FACTOR = 1.3
 DEFAULT_REPETITIONS = 2000
 QUICK_REPETITIONS = 200
 WARM_UP_FRACTION = 10
+FLOOR_APP = "benchmarks.floor_wsgi"
+FLOOR_NAME = "the server's floor"
 CLAIMED_PATHS = tuple(f"src/reference/module{n}.py" for n in range(10))
+
+
+@dataclass(frozen=True)
+class ServerFloor:
+    """``GET /healthz`` answered by ``benchmarks.floor_wsgi`` under the same gunicorn and
+    client: the CPU per call that no code of the app can cut."""
+
+    repetitions: int
+    cpu_ms: float | None
+    wall_ms: float
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,23 @@ def run(
             if profile_dir:
                 collect_profiles(server, profile_dir, f"reference {name}")
     return figures
+
+
+def server_floor(
+    bench: load.BenchWorkspace, repetitions: int, progress: Callable[[str], None]
+) -> ServerFloor:
+    """The floor: gunicorn as the reference calls have it, serving ``FLOOR_APP``."""
+    environment = server_environment(THROTTLE_NEVER_REFUSES)
+    with gunicorn(env=environment, workers=1, threads=1, app=FLOOR_APP) as server:
+        client = Client(server, bench.raw_key)  # the same request as healthz's
+        try:
+            floor = measure(server, "healthz", lambda: client.call("GET", "/healthz"), repetitions)
+        finally:
+            client.close()
+    progress(
+        f"  {FLOOR_NAME:<24} {number(floor.cpu_ms)} ms CPU, {floor.wall_ms:.2f} ms wall per call"
+    )
+    return ServerFloor(repetitions=repetitions, cpu_ms=floor.cpu_ms, wall_ms=floor.wall_ms)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from typing import Any
 
 from benchmarks.delivery import LATENCY_SOURCE, DeliveryFigures
 from benchmarks.fleet import Latency, RunFigures
-from benchmarks.reference import ReferenceCall
+from benchmarks.reference import FLOOR_NAME, ReferenceCall, ServerFloor
 
 # Which per-request statement counts belong to a request kind of a scenario.
 STATEMENT_KINDS = {
@@ -74,6 +74,7 @@ class BenchReport:
     growth: list[GrowthReport] = field(default_factory=list)
     events: DeliveryFigures | None = None
     reference: list[ReferenceCall] = field(default_factory=list)
+    reference_floor: ServerFloor | None = None
     failures: list[str] = field(default_factory=list)
 
     def scenario(self, name: str) -> ScenarioReport | None:
@@ -229,14 +230,14 @@ def render(report: BenchReport) -> str:
             f" API÷direct {number(alone.api_over_direct, 2)}",
         ]
     if report.reference:
-        out += ["", *reference_lines(report.reference)]
+        out += ["", *reference_lines(report.reference, report.reference_floor)]
     if report.failures:
         out += ["", f"FAILURES ({len(report.failures)}):", *(f"  {f}" for f in report.failures)]
     return "\n".join(out)
 
 
-def reference_lines(calls: list[ReferenceCall]) -> list[str]:
-    return [
+def reference_lines(calls: list[ReferenceCall], floor: ServerFloor | None = None) -> list[str]:
+    lines = [
         "Reference calls (gunicorn 1 worker × 1 thread, one kept-alive client, calls one"
         " after another; the server's CPU per call against its target):",
         *(
@@ -246,6 +247,13 @@ def reference_lines(calls: list[ReferenceCall]) -> list[str]:
             for call in calls
         ),
     ]
+    if floor is not None:
+        lines.append(
+            f"  {FLOOR_NAME:<20} CPU {number(floor.cpu_ms, 2):>6} ms   wall"
+            f" {number(floor.wall_ms, 2):>6} ms   ({floor.repetitions:,} calls)"
+            "   gunicorn serving /healthz's bytes from a WSGI app that does nothing else"
+        )
+    return lines
 
 
 def verdict(met: bool | None) -> str:
@@ -381,6 +389,15 @@ def as_json(report: BenchReport) -> dict[str, Any]:
             }
             for call in report.reference
         },
+        "reference_floor": (
+            {
+                "calls": floor.repetitions,
+                "server_cpu_ms": round(floor.cpu_ms, 4) if floor.cpu_ms is not None else None,
+                "wall_ms": round(floor.wall_ms, 4),
+            }
+            if (floor := report.reference_floor) is not None
+            else None
+        ),
         "failures": report.failures,
     }
 

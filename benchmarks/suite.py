@@ -12,7 +12,8 @@
    history is loaded, again with the active file claims beside it, and ``files``
    and ``directories`` once the active directory claims are loaded too, each beside
    its direct run on the same data.
-4. ``reference``: the reference calls, one worker with one thread (benchmarks.reference).
+4. ``reference``: the reference calls, one worker with one thread, and the server's floor
+   (benchmarks.reference).
 5. The workspace is deleted, whatever happened.
 """
 
@@ -134,12 +135,14 @@ class Bench:
                     if self.wants("growth"):
                         self.growth_runs()
             if self.wants("reference"):
-                repetitions = reference.QUICK_REPETITIONS if options.quick else None
+                repetitions = (
+                    reference.QUICK_REPETITIONS if options.quick else reference.DEFAULT_REPETITIONS
+                )
                 self.report.reference = reference.run(
-                    self.require_bench(),
-                    repetitions or reference.DEFAULT_REPETITIONS,
-                    self.progress,
-                    options.profile_dir,
+                    self.require_bench(), repetitions, self.progress, options.profile_dir
+                )
+                self.report.reference_floor = reference.server_floor(
+                    self.require_bench(), repetitions, self.progress
                 )
         finally:
             self.progress("Deleting the bench workspace")

@@ -195,8 +195,9 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
     scratch_database: str, tmp_path: Path
 ):
     """The server's CPU per request beside each API run, the reference calls (one
-    worker, one thread), and with ``--profile`` a pyinstrument profile of each worker
-    under each run. The figures' values are not checked, only that they are there."""
+    worker, one thread) with the server's floor, and with ``--profile`` a pyinstrument
+    profile of each worker under each run. The figures' values are not checked, only
+    that they are there."""
     migrated = manage("migrate", "-v0", database_url=scratch_database)
     assert migrated.returncode == 0, failed(migrated)
     figures_file, profiles = tmp_path / "bench.json", tmp_path / "profiles"
@@ -228,6 +229,11 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
     assert figures["failures"] == []
     assert "server_cpu_ms_per_request" in figures["scenarios"]["heartbeat"]["api"]
     assert set(figures["reference_calls"]) == {"healthz", "heartbeat", "claim 10 + release"}
+    floor_line = next(line for line in result.stdout.splitlines() if "the server's floor" in line)
+    assert "gunicorn serving /healthz's bytes" in floor_line
+    floor = figures["reference_floor"]
+    assert floor["calls"] == figures["reference_calls"]["healthz"]["calls"]
+    assert floor["server_cpu_ms"] > 0 and floor["wall_ms"] > 0
     targets = {"healthz": 0.4, "heartbeat": 1.1, "claim 10 + release": 4.0}
     factor = 1.3 if on_postgresql() else 1.0
     for name, call in figures["reference_calls"].items():
