@@ -1,7 +1,7 @@
 # Projektor: `make run` serves the demo on SQLite; `make test` runs the whole suite.
 # The venv's interpreter: the distribution's python3 where it can make a venv (Debian's
 # and Ubuntu's are built with profile-guided and link-time optimisation, and a request
-# costs the server about a fifth less CPU on it than on a python3 compiled without them,
+# costs the server up to a fifth less CPU on it than on a python3 compiled without them,
 # as pyenv compiles by default: docs/speed.md), else the python3 on PATH. `make clean
 # install` rebuilds the venv; PYTHON=... chooses another interpreter.
 DISTRIBUTION_PYTHON := /usr/bin/python3
