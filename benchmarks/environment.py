@@ -115,5 +115,5 @@ def git_commit() -> str | None:
 
 def interpreter() -> str:
     """The Python the server runs on, with the file it is (the venv's ``python``
-    resolved): figures from two builds of one version differ by a fifth."""
+    resolved): figures from two builds of one version differ by up to a fifth."""
     return f"Python {platform.python_version()} ({os.path.realpath(sys.executable)})"
