@@ -36,7 +36,7 @@ from psycopg.pq import Format, TransactionStatus
 def psycopg_timestamptz_loader() -> type[abc.Loader]:
     """psycopg's timestamptz loader: its C one when psycopg[binary] is installed (that
     class cannot be subclassed, hence the wrapper below), else its Python one."""
-    found = adapters.get_loader(adapters.types["timestamptz"].oid, Format.TEXT)
+    found = adapters.get_loader(base.TIMESTAMPTZ_OID, Format.TEXT)
     assert found is not None, "psycopg loads timestamptz"
     return found
 

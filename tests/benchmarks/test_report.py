@@ -58,7 +58,7 @@ def test_every_figure_with_a_ceiling_is_printed_beside_its_ratio_to_it():
 
 
 def test_the_header_names_the_interpreter_the_server_ran_on():
-    """Two builds of one Python version differ by a fifth in CPU per request: the
+    """Two builds of one Python version differ by up to a fifth in CPU per request: the
     report says which one served (the venv's python, resolved to its file)."""
     python = interpreter()
     assert python.startswith(f"Python {platform.python_version()} (")

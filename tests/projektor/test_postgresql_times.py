@@ -8,13 +8,13 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 from django.db import connection
+from django.db.backends.postgresql.base import TIMESTAMPTZ_OID
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 from psycopg.pq import Format
 
 from coordination.services import rows
 from projektor.postgresql.base import TimestamptzLoader, adapters_template
 
-TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
 TIMES = [
     "2026-12-05 09:30:00+00",
     "2026-12-05 09:30:00.123456+00",
@@ -59,8 +59,8 @@ def test_times_are_read_as_djangos_loader_reads_them(zone):
         raw.execute(f"SET TimeZone = '{zone.key if isinstance(zone, ZoneInfo) else 'UTC'}'")
         djangos, ours = raw.cursor(), raw.cursor()
         register_tzloader(zone, djangos)
-        template = adapters_template(zone is not None, zone)
-        ours.adapters.register_loader("timestamptz", template.get_loader(TIMESTAMPTZ, Format.TEXT))
+        loader = adapters_template(zone is not None, zone).get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+        ours.adapters.register_loader("timestamptz", loader)
         for text in TIMES + OUT_OF_RANGE:
             theirs, mine = outcome(djangos, text), outcome(ours, text)
             assert mine == theirs, text
@@ -77,12 +77,12 @@ def test_the_connections_and_their_cursors_read_times_with_it():
     own loader back."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT now()")
-        loader = cursor.cursor.adapters.get_loader(TIMESTAMPTZ, Format.TEXT)
+        loader = cursor.cursor.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
         assert issubclass(loader, TimestamptzLoader)
         assert loader.timezone == connection.timezone
         assert cursor.fetchone()[0].tzinfo is connection.timezone
     with rows.cursor() as cursor:
-        loader = cursor.cursor.adapters.get_loader(TIMESTAMPTZ, Format.TEXT)
+        loader = cursor.cursor.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
         assert issubclass(loader, TimestamptzLoader)
-    default = connection.connection.adapters.get_loader(TIMESTAMPTZ, Format.TEXT)
+    default = connection.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
     assert issubclass(default, TimestamptzLoader)
