@@ -12,6 +12,11 @@ Then the server's floor (``benchmarks.floor_wsgi``): the same gunicorn and clien
 ``GET /healthz`` answered with the same bytes by a WSGI app that does nothing else. A
 call's CPU above it is the app's; the floor itself moves with the machine and the
 interpreter, and no code of Projektor can lower it.
+
+Last, the same calls with no HTTP server (``benchmarks.in_process``): the app called
+directly in a process with the server's environment, back to back and with a pause
+after each call. A reference call costs about the floor, plus the app's own CPU, plus
+what running after a pause costs the same code.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from django.conf import settings
 from django.db import connection
 
-from benchmarks import load
+from benchmarks import in_process, load
 from benchmarks.agent import API, REQUEST_TIMEOUT_SECONDS
 from benchmarks.cpu import (
     PROFILE_DIR_VARIABLE,
@@ -119,11 +125,7 @@ def run(
         gunicorn(env=environment, workers=1, threads=1, app=app) as server,
         session(server, bench) as (client, session_id),
     ):
-        calls = {
-            "healthz": lambda: client.call("GET", "/healthz"),
-            "heartbeat": lambda: client.call("POST", f"{API}/sessions/{session_id}/heartbeat/"),
-            "claim 10 + release": lambda: claim_and_release(client, bench, session_id),
-        }
+        calls = calls_of(client, session_id, bench.files_issues[0])
         figures = []
         for name in CALLS:
             figures.append(measure(server, name, calls[name], repetitions))
@@ -153,6 +155,28 @@ def server_floor(
     return ServerFloor(repetitions=repetitions, cpu_ms=floor.cpu_ms, wall_ms=floor.wall_ms)
 
 
+def in_process_calls(
+    bench: load.BenchWorkspace, repetitions: int, progress: Callable[[str], None]
+) -> list[in_process.InProcessCall]:
+    """The same calls with no HTTP server (``benchmarks.in_process``), in a child with
+    the server's environment: back to back, and with a pause after each call."""
+    progress("Reference calls in-process: the app called directly, no HTTP server")
+    calls = in_process.run(
+        bench.raw_key,
+        bench.agents[0].name,
+        bench.files_issues[0],
+        repetitions,
+        server_environment(THROTTLE_NEVER_REFUSES),
+        settings.BASE_DIR,
+    )
+    for call in calls:
+        progress(
+            f"  {call.name:<24} {call.back_to_back_ms:.2f} ms CPU back to back,"
+            f" {call.paused_ms:.2f} ms paused"
+        )
+    return calls
+
+
 @contextmanager
 def session(server: Server, bench: load.BenchWorkspace) -> Iterator[tuple[Client, int]]:
     client = Client(server, bench.raw_key)
@@ -167,8 +191,22 @@ def session(server: Server, bench: load.BenchWorkspace) -> Iterator[tuple[Client
         client.close()
 
 
-def claim_and_release(client: Client, bench: load.BenchWorkspace, session_id: int) -> None:
-    issue = bench.files_issues[0]
+class Caller(Protocol):
+    """A client of the reference calls: ``Client``, or ``benchmarks.in_process``'s."""
+
+    def call(self, method: str, path: str, payload: Any = None, *, expect: int = 200) -> Any: ...
+
+
+def calls_of(client: Caller, session_id: int, issue: int) -> dict[str, Callable[[], Any]]:
+    """Each reference call, by name, as ``client`` sends it."""
+    return {
+        "healthz": lambda: client.call("GET", "/healthz"),
+        "heartbeat": lambda: client.call("POST", f"{API}/sessions/{session_id}/heartbeat/"),
+        "claim 10 + release": lambda: claim_and_release(client, issue, session_id),
+    }
+
+
+def claim_and_release(client: Caller, issue: int, session_id: int) -> None:
     claim = {"issue": issue, "session": session_id, "paths": list(CLAIMED_PATHS)}
     client.call("POST", f"{API}/file-claims/", claim, expect=201)
     client.call("POST", f"{API}/file-claims/release/", {"issue": issue, "session": session_id})

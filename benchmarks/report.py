@@ -8,6 +8,7 @@ from typing import Any
 
 from benchmarks.delivery import LATENCY_SOURCE, DeliveryFigures
 from benchmarks.fleet import Latency, RunFigures
+from benchmarks.in_process import PAUSE_SECONDS, InProcessCall
 from benchmarks.reference import FLOOR_NAME, ReferenceCall, ServerFloor
 
 # Which per-request statement counts belong to a request kind of a scenario.
@@ -75,6 +76,7 @@ class BenchReport:
     events: DeliveryFigures | None = None
     reference: list[ReferenceCall] = field(default_factory=list)
     reference_floor: ServerFloor | None = None
+    reference_in_process: list[InProcessCall] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     def scenario(self, name: str) -> ScenarioReport | None:
@@ -231,6 +233,8 @@ def render(report: BenchReport) -> str:
         ]
     if report.reference:
         out += ["", *reference_lines(report.reference, report.reference_floor)]
+    if report.reference_in_process:
+        out += ["", *in_process_lines(report.reference_in_process)]
     if report.failures:
         out += ["", f"FAILURES ({len(report.failures)}):", *(f"  {f}" for f in report.failures)]
     return "\n".join(out)
@@ -254,6 +258,19 @@ def reference_lines(calls: list[ReferenceCall], floor: ServerFloor | None = None
             "   gunicorn serving /healthz's bytes from a WSGI app that does nothing else"
         )
     return lines
+
+
+def in_process_lines(calls: list[InProcessCall]) -> list[str]:
+    pause = f"{PAUSE_SECONDS * 1000:g} ms"
+    return [
+        "The same calls in-process (the app called directly, no HTTP server; its CPU per"
+        f" call back to back, and with a {pause} pause after each call):",
+        *(
+            f"  {call.name:<20} CPU {call.back_to_back_ms:>6.2f} ms back to back"
+            f"   {call.paused_ms:>6.2f} ms paused   ({call.repetitions:,} calls)"
+            for call in calls
+        ),
+    ]
 
 
 def verdict(met: bool | None) -> str:
@@ -398,6 +415,15 @@ def as_json(report: BenchReport) -> dict[str, Any]:
             if (floor := report.reference_floor) is not None
             else None
         ),
+        "reference_in_process": {
+            call.name: {
+                "calls": call.repetitions,
+                "back_to_back_cpu_ms": round(call.back_to_back_ms, 4),
+                "paused_cpu_ms": round(call.paused_ms, 4),
+                "pause_ms": PAUSE_SECONDS * 1000,
+            }
+            for call in report.reference_in_process
+        },
         "failures": report.failures,
     }
 

@@ -12,8 +12,8 @@
    history is loaded, again with the active file claims beside it, and ``files``
    and ``directories`` once the active directory claims are loaded too, each beside
    its direct run on the same data.
-4. ``reference``: the reference calls, one worker with one thread, and the server's floor
-   (benchmarks.reference).
+4. ``reference``: the reference calls, one worker with one thread, the server's floor,
+   and the same calls in-process with no HTTP server (benchmarks.reference).
 5. The workspace is deleted, whatever happened.
 """
 
@@ -142,6 +142,9 @@ class Bench:
                     self.require_bench(), repetitions, self.progress, options.profile_dir
                 )
                 self.report.reference_floor = reference.server_floor(
+                    self.require_bench(), repetitions, self.progress
+                )
+                self.report.reference_in_process = reference.in_process_calls(
                     self.require_bench(), repetitions, self.progress
                 )
         finally:

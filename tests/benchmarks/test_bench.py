@@ -195,9 +195,9 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
     scratch_database: str, tmp_path: Path
 ):
     """The server's CPU per request beside each API run, the reference calls (one
-    worker, one thread) with the server's floor, and with ``--profile`` a pyinstrument
-    profile of each worker under each run. The figures' values are not checked, only
-    that they are there."""
+    worker, one thread) with the server's floor and in-process (no HTTP server), and
+    with ``--profile`` a pyinstrument profile of each worker under each run. The
+    figures' values are not checked, only that they are there."""
     migrated = manage("migrate", "-v0", database_url=scratch_database)
     assert migrated.returncode == 0, failed(migrated)
     figures_file, profiles = tmp_path / "bench.json", tmp_path / "profiles"
@@ -234,6 +234,19 @@ def test_quick_bench_prints_the_server_cpu_per_request_and_writes_profiles(
     floor = figures["reference_floor"]
     assert floor["calls"] == figures["reference_calls"]["healthz"]["calls"]
     assert floor["server_cpu_ms"] > 0 and floor["wall_ms"] > 0
+    in_process = figures["reference_in_process"]
+    assert set(in_process) == set(figures["reference_calls"])
+    assert "The same calls in-process (the app called directly, no HTTP server" in result.stdout
+    for name, call in in_process.items():
+        lines = [
+            line
+            for line in result.stdout.splitlines()
+            if line.startswith(f"  {name} ") and "back to back" in line
+        ]
+        assert len(lines) == 1 and "paused" in lines[0], lines
+        assert call["calls"] == figures["reference_calls"][name]["calls"]
+        assert call["back_to_back_cpu_ms"] > 0 and call["paused_cpu_ms"] > 0
+        assert call["pause_ms"] == 1
     targets = {"healthz": 0.4, "heartbeat": 1.1, "claim 10 + release": 4.0}
     factor = 1.3 if on_postgresql() else 1.0
     for name, call in figures["reference_calls"].items():
