@@ -106,7 +106,7 @@ def measure_here(raw_key: str, agent: str, issue: int, repetitions: int) -> dict
 
     django.setup()
     from benchmarks.agent import API
-    from benchmarks.reference import CALLS, WARM_UP_FRACTION, calls_of
+    from benchmarks.reference import CALLS, calls_of, warm_up
     from projektor.wsgi import application
 
     client = InProcessClient(application, raw_key)
@@ -115,8 +115,7 @@ def measure_here(raw_key: str, agent: str, issue: int, repetitions: int) -> dict
         calls = calls_of(client, int(opened["id"]), issue)
         figures = {}
         for name in CALLS:
-            for _ in range(max(1, repetitions // WARM_UP_FRACTION)):
-                calls[name]()
+            warm_up(calls[name], repetitions)
             figures[name] = {
                 "back_to_back_ms": cpu_per_call_ms(calls[name], repetitions, 0.0),
                 "paused_ms": cpu_per_call_ms(calls[name], repetitions, PAUSE_SECONDS),
