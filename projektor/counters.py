@@ -191,7 +191,16 @@ class SQLiteCounterCache(BaseCache):
         self.connection().execute("DELETE FROM counters")
 
     def close(self, **kwargs: Any) -> None:
-        """Kept open between requests, as the database's connections are."""
+        """At the end of each request: kept open, as the database's connections are,
+        unless those are closed after every request (``CONN_MAX_AGE`` 0, as under the
+        development server, whose thread per connection would leave one behind each).
+        An in-memory file is never closed: it would lose its counts."""
+        opened = getattr(self.local, "connection", None)
+        keeps = connections["default"].settings_dict["CONN_MAX_AGE"] != 0
+        if opened is None or keeps or self.local.path == ":memory:":
+            return
+        opened.close()
+        del self.local.connection, self.local.path
 
 
 def counted(value: Any) -> int:

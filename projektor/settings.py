@@ -7,6 +7,7 @@ ALLOWED_HOSTS and PROJEKTOR_SESSION_TTL_SECONDS are read the same way.
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -168,8 +169,15 @@ TEMPLATES = [
 
 PREPARE_THRESHOLD = 5  # psycopg's own default: executions before a statement is prepared
 # How long an app server's thread keeps its database connection between requests; 0
-# closes it after each one (a server that must hold no idle connections).
-PROJEKTOR_CONN_MAX_AGE = os.environ.get("PROJEKTOR_CONN_MAX_AGE", "60")
+# closes it after each one (a server that must hold no idle connections). Django's
+# development server (``runserver``, as ``make run`` serves) starts a thread per
+# connection: a connection kept by a thread that ends is never used again, and they
+# piled up (two open files each) until the process ran out of descriptors. There the
+# default is 0.
+DEVELOPMENT_SERVER = sys.argv[1:2] == ["runserver"]
+PROJEKTOR_CONN_MAX_AGE = os.environ.get(
+    "PROJEKTOR_CONN_MAX_AGE", "0" if DEVELOPMENT_SERVER else "60"
+)
 if not PROJEKTOR_CONN_MAX_AGE.isdigit():
     raise ImproperlyConfigured(
         f"PROJEKTOR_CONN_MAX_AGE must be a whole number of seconds, not {PROJEKTOR_CONN_MAX_AGE!r}"
