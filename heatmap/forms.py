@@ -24,6 +24,8 @@ ISO_8601 = (
 OUT_OF_RANGE = "The window must lie within the years 1 to 9999."
 DEFAULT_WINDOW = timedelta(days=7)
 TOO_LONG = "Ensure this field has no more than %(limit_value)d characters."
+# A sent-back note, with its "Sent back by <name>: " prefix, fits a message (10,000).
+REVIEW_NOTE_LIMIT = 9000
 
 
 def moment() -> forms.DateTimeField:
@@ -142,3 +144,17 @@ class PathForm(WindowForm):
             return normalise_prefix(self.cleaned_data["path"])
         except CoordinationError as error:
             raise forms.ValidationError(error.detail) from error
+
+
+class ReviewForm(forms.Form):
+    """The issue page's review of work in review: accept it (done), or send it back to
+    the queue with a note for its agent."""
+
+    decision = forms.ChoiceField(choices=[("accept", "Accept"), ("send_back", "Send back")])
+    note = forms.CharField(required=False, max_length=REVIEW_NOTE_LIMIT, strip=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("decision") == "send_back" and not data.get("note"):
+            self.add_error("note", "Say what to change: the note is posted to the issue.")
+        return data

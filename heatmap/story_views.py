@@ -10,13 +10,14 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
 from coordination.models import MAX_ID, Agent, Issue, Project, Workspace
+from coordination.services import operators
 from heatmap import figures, health, selectors, story
-from heatmap.forms import BoardForm, PathForm, WindowForm
+from heatmap.forms import BoardForm, PathForm, ReviewForm, WindowForm
 from heatmap.timeline import Links, timeline
 from heatmap.views import presets, window_form, workspace_or_404
 
@@ -87,8 +88,16 @@ def issue_or_404(workspace: Workspace, issue_id: int) -> Issue:
 
 @login_required
 def issue_page(request: HttpRequest, slug: str, issue_id: int) -> HttpResponse:
+    """The issue; a POST is a member's review of it (``review``)."""
     workspace = workspace_or_404(request, slug)
     issue = issue_or_404(workspace, issue_id)
+    review = ReviewForm(request.POST if request.method == "POST" else None)
+    status = 200
+    if review.is_bound:
+        status = review_issue(request, issue, review)
+        if status == 200:  # done: the page again, as a GET (a reload posts nothing)
+            return redirect(request.path)
+        issue = issue_or_404(workspace, issue_id)
     told = story.issue_story(workspace, issue)
     report = issue.report if isinstance(issue.report, dict) else None
     context = {
@@ -101,8 +110,30 @@ def issue_page(request: HttpRequest, slug: str, issue_id: int) -> HttpResponse:
         "pr_url": pr_url(report),
         "timeline": timeline(told, links_for(workspace)),
         "timeline_limit": story.TIMELINE_LIMIT,
+        "review": review,
     }
-    return render(request, "heatmap/issue.html", context)
+    return render(request, "heatmap/issue.html", context, status=status)
+
+
+def review_issue(request: HttpRequest, issue: Issue, form: ReviewForm) -> int:
+    """Accept or send back through the admin's own operator services: a logged-in
+    member is a person, so the review gate passes; the workflow's other rules hold.
+    A refusal becomes the form's error (and the status), never a 500."""
+    if not form.is_valid():
+        return 400
+    operator = request.user.get_username()
+    chosen = Issue.objects.filter(pk=issue.pk)
+    if form.cleaned_data["decision"] == "accept":
+        outcome = operators.transition_issues(
+            issues=chosen, to=Issue.Status.DONE, operator=operator
+        )
+    else:
+        outcome = operators.send_back_issues(
+            issues=chosen, note=form.cleaned_data["note"], operator=operator
+        )
+    for refusal in outcome.refused:
+        form.add_error(None, refusal.removeprefix(f"#{issue.pk}: "))
+    return 409 if outcome.refused else 200
 
 
 def pr_url(report: dict[str, Any] | None) -> str:

@@ -37,7 +37,9 @@ def transition_action(to: str) -> Callable[..., None]:
             model_admin,
             request,
             f"Moved to {to}",
-            operators.transition_issues(issues=queryset, to=to),
+            operators.transition_issues(
+                issues=queryset, to=to, operator=request.user.get_username()
+            ),
         )
 
     move.__name__ = f"move_to_{to}"
@@ -131,7 +133,10 @@ class IssueAdmin(KeptAdmin):
             raise PermissionDenied
         to = request.POST.get("to", "")
         chosen = m.Issue.objects.filter(pk=issue.pk)
-        report(self, request, f"Moved to {to}", operators.transition_issues(issues=chosen, to=to))
+        moved = operators.transition_issues(
+            issues=chosen, to=to, operator=request.user.get_username()
+        )
+        report(self, request, f"Moved to {to}", moved)
         return HttpResponseRedirect(reverse("admin:coordination_issue_change", args=[issue.pk]))
 
     def render_change_form(

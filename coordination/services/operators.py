@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from coordination.errors import CoordinationError
+from coordination.errors import CoordinationError, InvalidTransition
 from coordination.liveness import stalled_q
 from coordination.models import (
     AgentSession,
@@ -24,6 +24,7 @@ from coordination.models import (
     Run,
     WorktreeLock,
 )
+from coordination.selectors import lookups
 from coordination.services import agents, events, file_claims, messages, runs, workflow
 from coordination.services.common import release_unreleased
 from coordination.services.leases import release_leases
@@ -180,15 +181,54 @@ def end_stalled_sessions(*, sessions: QuerySet[AgentSession], operator: str) -> 
     return outcome
 
 
-def transition_issues(*, issues: QuerySet[Issue], to: str) -> Outcome:
-    """Move each issue as a person would (the review gate passes); each refusal
-    says why (a transition the workflow forbids, a definition of ready not met)."""
+def transition_issues(*, issues: QuerySet[Issue], to: str, operator: str | None = None) -> Outcome:
+    """Move each issue as a person would (the review gate passes; the event names
+    ``operator``); each refusal says why (a transition the workflow forbids, a
+    definition of ready not met)."""
     outcome = Outcome()
     for issue in issues.select_related("workspace").order_by("pk"):
         try:
             workflow.transition_issue(
-                workspace=issue.workspace, issue_id=issue.pk, to=to, by_human=True
+                workspace=issue.workspace,
+                issue_id=issue.pk,
+                to=to,
+                by_human=True,
+                operator=operator,
             )
+        except CoordinationError as error:
+            outcome.refused.append(f"#{issue.pk}: {error.detail}")
+        else:
+            outcome.done.append(f"#{issue.pk}")
+    return outcome
+
+
+# Sent back from review to the ready queue, by the moves the workflow allows.
+SEND_BACK = (Issue.Status.IN_PROGRESS, Issue.Status.TODO)
+
+
+def send_back_issues(*, issues: QuerySet[Issue], note: str, operator: str) -> Outcome:
+    """Return each issue in review to the queue (a runner takes it again), with the
+    reviewer's ``note`` posted to it; all of it or, refused, none."""
+    outcome = Outcome()
+    for issue in issues.select_related("workspace").order_by("pk"):
+        try:
+            with events.change():
+                # Locked and checked first: the workflow alone would also send back a
+                # todo issue (todo → in_progress → todo).
+                locked = lookups.get_issue(issue.workspace, issue.pk, for_update=True)
+                if locked.status != Issue.Status.IN_REVIEW:
+                    raise InvalidTransition(
+                        f"Only an issue in review can be sent back; it is {locked.status}."
+                    )
+                for to in SEND_BACK:
+                    workflow.transition_issue(
+                        workspace=issue.workspace,
+                        issue_id=issue.pk,
+                        to=to,
+                        by_human=True,
+                        operator=operator,
+                    )
+                tell_issue(issue, f"Sent back by {operator}: {note}")
         except CoordinationError as error:
             outcome.refused.append(f"#{issue.pk}: {error.detail}")
         else:

@@ -129,11 +129,13 @@ def transition_issue(
     report: dict[str, str] | None = None,
     author: Agent | None = None,
     session: AgentSession | None = None,
+    operator: str | None = None,
 ) -> Issue:
     """Move the issue; closing it releases its lease and file claims ``issue_closed``.
 
     The mover is ``session`` (start_work, finish_work) and its agent, else ``author``
-    (an agent key's agent), else a person: the event names whichever it is. A
+    (an agent key's agent), else a person (``operator``, their username, when the
+    page or the admin knows it): the event names whichever it is. A
     ``report`` is recorded on the issue and posted to it, signed by the mover;
     entering ``in_review`` or ``done`` needs one if the issue was ever leased
     (``missing: ["report"]``).
@@ -149,7 +151,7 @@ def transition_issue(
             issue_id=issue.pk,
             session_id=session.pk if session is not None else None,
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
-            data={"from": issue.status, "to": to},
+            data={"from": issue.status, "to": to} | ({"operator": operator} if operator else {}),
         )
         graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 16)
         issue.status = to

@@ -1,11 +1,18 @@
 """Small filters for the story pages."""
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django import template
 from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 register = template.Library()
+
+CARD_PATHS = 3  # paths a board card lists; the rest are counted, so cards stay short
 
 
 @register.filter
@@ -20,3 +27,33 @@ def held_for(start: datetime, end: datetime | None) -> str:
     if seconds < 86400:
         return f"{seconds // 3600} h {seconds % 3600 // 60} min"
     return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """``3 minutes ago``; under a minute "just now", where ``timesince`` says "0 minutes"."""
+    if moment is None:
+        return "never"
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment)} ago"
+
+
+@register.filter
+def path_breaks(path: str) -> SafeString:
+    """The path with a line-break opportunity after each ``/``, so that a narrow card
+    wraps it between segments, never inside a name."""
+    return mark_safe("/<wbr>".join(escape(segment) for segment in str(path).split("/")))
+
+
+@dataclass(frozen=True)
+class Capped:
+    shown: list[Any]
+    more: int
+
+
+@register.filter
+def capped(rows: list[Any]) -> Capped:
+    """The first ``CARD_PATHS`` rows, and how many more there are."""
+    rows = list(rows)
+    return Capped(rows[:CARD_PATHS], max(len(rows) - CARD_PATHS, 0))

@@ -38,7 +38,7 @@ def test_the_board_marks_blocked_cards_and_held_expected_files(
     text = page.content.decode()
     blocker_url = f"/workspaces/{workspace.slug}/issues/{blocker.pk}/"
     assert f'<span class="tag bad">blocked</span> by <a href="{blocker_url}"' in text
-    assert "expected files held" in text and "<code>src/models/</code>" in text
+    assert "expected files held" in text and "<code>src/<wbr>models/<wbr></code>" in text
     assert "atlas" in text
 
 

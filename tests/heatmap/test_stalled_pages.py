@@ -78,7 +78,7 @@ def test_the_board_marks_a_stalled_holders_card(alice, stuck, make_issue, worksp
     other = AgentSession.objects.get(agent__name="coder-2")
     leases.claim_issue(workspace=workspace, issue_id=moving.pk, session_id=other.pk)
     html = logged_in(alice).get("/workspaces/acme/issues/").content.decode()
-    assert 'class="holder stalled"' in html and "⏸ coder-1 (stalled)" in html
+    assert 'class="holder stalled"' in html and "</svg> coder-1 (stalled)" in html
     assert html.count('class="holder stalled"') == 1
     assert "● coder-2" in html
 
