@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import gitops
+from projektor_agent import gitops, lifeline
 from projektor_agent.client import Client
 from projektor_agent.errors import CommandError, Unreachable
 from projektor_agent.output import say, warn
@@ -178,14 +178,23 @@ class Child:
     def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.signalled: int | None = None  # the signal the runner sent, if any
-        self.process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        # It dies with the runner: invariant 19 (A runner's child never outlives its
+        # runner's right to work).
+        self.watchdog = lifeline.Watchdog()
+        try:
+            self.process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # it leads its own process group
+                preexec_fn=lifeline.die_with_runner(),
+            )
+        except BaseException:
+            self.watchdog.release()
+            raise
+        self.watchdog.guard(self.process.pid)
         self.reader = threading.Thread(target=self._copy_stderr, daemon=True)
         self.reader.start()
 
@@ -199,6 +208,7 @@ class Child:
 
     def wait(self) -> int:
         status = self.process.wait()
+        self.watchdog.release()
         self.reader.join(timeout=5)
         return status
 

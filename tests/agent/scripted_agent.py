@@ -2,12 +2,15 @@
 
     scripted_agent.py CONTROL [--wait] [--edit PATH]... [--fail-once] [--commit MSG]
                       [--report JSON] [--stderr TEXT] [--exit N] [--ignore-term]
+                      [--helper]
 
 It writes CONTROL/started.json (its pid, directory, arguments and PROJEKTOR_*
 environment) at once; with --wait it works until CONTROL/go exists; then it edits,
 commits, reports, writes to stderr and exits as told. --fail-once: the first run
 with this CONTROL exits 1 right after its edits (a crash that leaves work behind).
 SIGTERM is recorded in CONTROL/terminated (then exit 143), unless --ignore-term.
+--helper: it starts a child of its own first (an agent's tool, in its process group)
+that sleeps for ten minutes, and records its pid as "helper".
 """
 
 import argparse
@@ -31,6 +34,7 @@ def main() -> int:
     parser.add_argument("--stderr")
     parser.add_argument("--exit", type=int, default=0)
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--helper", action="store_true")
     args, _ = parser.parse_known_args()  # the rest: placeholders, recorded in argv
     control: Path = args.control
 
@@ -39,8 +43,12 @@ def main() -> int:
         sys.exit(143)
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else terminated)
+    helper = None
+    if args.helper:
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     started = {
         "pid": os.getpid(),
+        "helper": helper.pid if helper else None,
         "cwd": os.getcwd(),
         "argv": sys.argv[2:],
         "env": {k: v for k, v in os.environ.items() if k.startswith("PROJEKTOR_")},

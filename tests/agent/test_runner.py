@@ -2,6 +2,7 @@
 agent: the session kept live past the TTL, the hand-in, the failure path, and what a
 killed runner leaves behind."""
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -150,4 +151,48 @@ def test_a_runner_killed_with_sigkill_leaves_its_work_to_be_reclaimed_after_the_
         [old] = [lease for lease in api.leases(issue["id"]) if lease["session"] == session]
         assert old["release_reason"] == "expired"
     finally:
-        os.kill(child["pid"], signal.SIGKILL)  # the orphaned agent
+        with contextlib.suppress(ProcessLookupError):  # stopped with its runner already
+            os.kill(child["pid"], signal.SIGKILL)
+
+
+def gone(pid: int) -> bool:
+    """The process has exited: no such process, or a zombie nobody reaped yet."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] == "Z"
+    return False
+
+
+def test_an_agent_and_its_own_children_die_with_a_sigkilled_runner_and_commit_nothing(
+    api, projektor, repo, tmp_path
+):
+    """Invariant 19 (A runner's child never outlives its runner's right to work): an
+    orphan would commit later, on work whose lease went to someone else."""
+    project, agent, control = api.project(), unique("orpheus"), control_dir(tmp_path)
+    issue = api.issue(project)
+    runner = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        *agent_command(control, "--helper", "--wait", "--edit", "late.txt", "--commit", "Late"),
+        cwd=repo,
+        agent=agent,
+        wait=False,
+    )
+    child = started(control, runner)
+    try:
+        runner.process.send_signal(signal.SIGKILL)
+        runner.process.wait()
+        wait_until(lambda: gone(child["pid"]), "the agent to die with its runner")
+        wait_until(lambda: gone(child["helper"]), "the agent's own child to die with it")
+        released(control)  # an agent still alive would commit now
+        assert git(repo, "log", "--format=%s") == "Initial commit"
+        assert not (repo / "late.txt").exists()
+    finally:
+        for pid in (child["pid"], child["helper"]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
