@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -64,7 +66,27 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--integrate needs --worktrees DIR: it lands the issue's own branch")
     if args.scan < 0:
         raise UsageError(f"--scan is {args.scan:g}: give seconds, or 0 for no periodic scan")
+    command = resolved(command)  # before anything is taken: a typo takes no issue
     return Runner(args, Client(config.load()), command).main()
+
+
+def resolved(command: list[str]) -> list[str]:
+    """The agent command with its program checked: a path (made absolute, since the
+    agent may run in another directory, its worktree) to an executable file, or a name
+    found on PATH. A usage error naming it otherwise."""
+    program = command[0]
+    if "/" not in program and not (os.altsep and os.altsep in program):
+        if shutil.which(program) is None:
+            raise UsageError(f"the agent command {program!r} is not found on PATH: nothing taken")
+        return command
+    path = Path(program).expanduser().absolute()
+    if not path.is_file():
+        raise UsageError(f"the agent command {program!r} does not exist ({path}): nothing taken")
+    if not os.access(path, os.X_OK):
+        raise UsageError(
+            f"the agent command {program!r} is not executable (chmod +x {path}): nothing taken"
+        )
+    return [str(path), *command[1:]]
 
 
 class Runner:

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.agent.conftest import clean_env, unique
 
 CLOSED_PORT_URL = "http://127.0.0.1:9"
@@ -90,26 +92,37 @@ def test_subcommands_answer_in_text_or_json_and_a_refusal_names_the_holder(api, 
         assert "Traceback" not in done.stderr
 
 
-def test_an_agent_command_that_does_not_exist_is_exit_2_and_the_lease_released(
-    api, projektor, repo
+@pytest.mark.parametrize(
+    ("program", "said"),
+    [
+        ("no-such-agent-xyz", "not found on PATH"),
+        ("./missing-agent.sh", "does not exist"),
+        ("./README.md", "is not executable"),
+    ],
+)
+@pytest.mark.parametrize("which", ["--issue", "--next"])
+def test_an_agent_command_that_cannot_run_is_exit_2_before_anything_is_taken(
+    api, projektor, repo, program, said, which
 ):
     issue = api.issue(api.project())
+    before = api.get("/events/")["events"]
     done = projektor(
         "run",
-        "--issue",
-        str(issue["id"]),
+        *(["--issue", str(issue["id"])] if which == "--issue" else ["--next"]),
         "--",
-        "no-such-agent-xyz",
+        program,
         "{issue}",
         cwd=repo,
         agent=unique("orion"),
     )
-    assert done.returncode == 2
-    assert "no-such-agent-xyz" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert program in done.stderr and said in done.stderr and "Traceback" not in done.stderr
     back = api.get(f"/issues/{issue['id']}/")
     assert back["status"] == "todo" and back["lease"] is None
-    [lease] = api.leases(issue["id"])
-    assert lease["release_reason"] == "released"
+    assert api.leases(issue["id"]) == []
+    assert api.get("/runs/", issue=issue["id"])["results"] == []
+    assert api.messages(issue["id"]) == []
+    assert api.get("/events/")["events"] == before  # no session, lease, run or message
 
 
 def test_run_without_work_or_command_is_a_usage_error(projektor, repo):
