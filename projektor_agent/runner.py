@@ -89,6 +89,12 @@ def resolved(command: list[str]) -> list[str]:
     return [str(path), *command[1:]]
 
 
+def needs_files(issue: dict[str, Any]) -> bool:
+    """A run of ``issue`` locks a worktree (lock mode exclusive): invariant 10 (Lock
+    mode per run)."""
+    return bool(issue.get("requires_filesystem") or issue.get("worktree"))
+
+
 class Runner:
     def __init__(self, args: argparse.Namespace, client: Client, command: list[str]) -> None:
         self.args, self.client, self.command = args, client, command
@@ -105,6 +111,7 @@ class Runner:
         self.waiting = False  # in a long poll, which a signal may cut short
         self.child: Child | None = None
         self.child_lock = threading.Lock()
+        self.outside_git = False  # the current directory is in no git repository
 
     @property
     def interrupted(self) -> bool:
@@ -116,6 +123,12 @@ class Runner:
         self.agent = commands.agent_of(self.client)
         if self.args.worktrees:
             self.prepare_worktrees(Path(self.args.worktrees).expanduser())
+        elif gitops.toplevel(Path.cwd()) is None:
+            self.outside_git = True
+            say(
+                f"{Path.cwd()} is not in a git repository: only work that needs no files "
+                "(lock mode none) runs here; an issue that requires the filesystem is not taken"
+            )
         previous = {
             sig: signal.signal(sig, self.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
         }
@@ -172,6 +185,12 @@ class Runner:
         """Start the next issue: --issue N, or the first of the ready queue that no
         other runner took first (collisions avoided when the server says so)."""
         if self.args.issue is not None:
+            if self.outside_git and needs_files(self.client.get(f"/issues/{self.args.issue}/")):
+                raise UsageError(
+                    f"issue {self.args.issue} requires the filesystem, and {Path.cwd()} is not "
+                    "in a git repository: run projektor from a checkout of the repository "
+                    "(nothing taken)"
+                )
             return self.start(self.args.issue)
         try:
             return self.take_from_queue()
@@ -191,6 +210,8 @@ class Runner:
                 continue
             if issue.get("project") in full:
                 continue
+            if self.outside_git and needs_files(issue):
+                continue  # left to a runner in a checkout
             try:
                 return self.start(int(issue["id"]))
             except Refused as refused:

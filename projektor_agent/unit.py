@@ -179,6 +179,11 @@ class UnitWork:
             unit.branch = gitops.prepare_worktree(repo, unit.workdir, name, unit.base)
             return
         unit.workdir = Path.cwd()
+        if run.get("lock_mode") == "exclusive" and gitops.toplevel(unit.workdir) is None:
+            raise UsageError(
+                f"issue {unit.id} requires the filesystem (lock mode exclusive), and "
+                f"{unit.workdir} is not in a git repository"
+            )
         if gitops.toplevel(unit.workdir) is not None and gitops.has_ref(unit.workdir, "HEAD"):
             unit.base = gitops.git("rev-parse", "HEAD", cwd=unit.workdir).stdout.strip()
 
