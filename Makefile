@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run serve test test-sqlite test-postgres lint bench bench-fleet bench-claims bench-heatmap bench-webhooks browser prometheus install clean
+.PHONY: run key serve test test-sqlite test-postgres lint bench bench-fleet bench-claims bench-heatmap bench-webhooks browser prometheus install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,14 @@ run: install
 	$(DEMO_ENV) $(BIN)/python manage.py demo_fleet $(FLEET_ARGS) & fleet=$$!; \
 	trap 'kill $$worker $$fleet 2>/dev/null; wait $$worker $$fleet' EXIT INT TERM; \
 	$(DEMO_ENV) PROJEKTOR_LOG_REQUESTS=false $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# An API key for workspace WS (made if missing) on make run's database (DATABASE_URL
+# when set), printed alone: KEY=$$(make -s key WS=my-team). KEY_ARGS: more options of
+# manage.py create_api_key, e.g. "--kind agent --agent coder-1" or "--expires 7d".
+key: install
+	@test -n "$(WS)" || { echo "Name the workspace: make key WS=my-team" >&2; exit 2; }
+	@$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput -v0
+	@$(DEMO_ENV) $(BIN)/python manage.py create_api_key $(WS) $(KEY_ARGS)
 
 # Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
 # set (README, "Operations"). Every step, in this order: static files, migrations,

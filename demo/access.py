@@ -1,6 +1,6 @@
 """What the demo hands its user on every run: two logins, one live key and an issue
-an agent can take right now; and what the live demo fleet needs: a key of its own and
-a reviewer's login."""
+an agent can take right now, out of the live fleet's reach; and what the live demo
+fleet needs: a key of its own and a reviewer's login."""
 
 from __future__ import annotations
 
@@ -9,14 +9,20 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from coordination.models import ApiKey, Issue, IssueLease, Workspace
+from coordination.models import ApiKey, Issue, IssueLease, Project, Workspace
 from coordination.selectors.issues import ready_issues
-from coordination.services import operators
+from coordination.services import operators, projects
 
 PASSWORD = "projektor-demo"
 KEY_NAME = "demo"
 FLEET_KEY_NAME = "demo-fleet"
 REVIEWER = "demo-reviewer"
+TOUR_PROJECT = "tour"
+TOUR_ISSUE = {
+    "title": "Add rate limits to the API",
+    "description": "Limit each API key to a number of requests a minute; answer 429 past it.",
+    "paths": ["src/api/rate_limits.py"],
+}
 
 
 @dataclass(frozen=True)
@@ -64,15 +70,23 @@ def reviewer_login(workspace: Workspace) -> tuple[str, str]:
     return user.get_username(), password
 
 
-def free_issue(workspace: Workspace) -> Issue | None:
-    """The first issue of the ready queue that a new session can claim now (its
-    project is below its WIP cap), preferring one never leased: its first lease has
-    fence 1."""
-    queue = ready_issues(workspace)
-    ready = queue[: queue.count()]
-    ever_leased = set(IssueLease.objects.filter(issue__in=ready).values_list("issue", flat=True))
-    for issue in sorted(ready, key=lambda issue: issue.pk in ever_leased):
-        live = IssueLease.objects.live().filter(issue__project=issue.project).count()
-        if live < issue.project.agent_wip_limit:
+def tour_issue(workspace: Workspace) -> Issue:
+    """The banner's free issue, for the README's agent tour: ready, never leased, in a
+    project of its own that the live fleet never works (its runners take their agents'
+    home projects' queues, its reviewer reviews and grooms only those), so it waits for
+    the person who pastes the tour, however long the fleet has run. A free one is
+    handed out again; once one is taken, the next run files another."""
+    project = Project.objects.filter(workspace=workspace, key=TOUR_PROJECT).first()
+    if project is None:
+        project = projects.create_project(
+            workspace=workspace, key=TOUR_PROJECT, name="The agent tour (no fleet works it)"
+        )
+    queue = ready_issues(workspace, project=project, avoid_collisions=False)
+    leased = set(IssueLease.objects.filter(issue__project=project).values_list("issue", flat=True))
+    for issue in queue[: queue.count()]:
+        if issue.pk not in leased:
             return issue
-    return None
+    return projects.create_issue(
+        workspace=workspace,
+        fields={"project": TOUR_PROJECT, "status": Issue.Status.TODO, **TOUR_ISSUE},
+    )

@@ -107,9 +107,12 @@ class DemoPlan:
 
 
 def prepare(workspace: Workspace, plan: DemoPlan) -> int:
-    """Every open issue into the plan, named paths and a filesystem run on the agent's
-    own worktree; the number of issues planned. The caller saves the plan."""
-    issues = Issue.objects.filter(workspace=workspace, status__in=OPEN).select_related("project")
+    """Every open issue of the fleet's projects into the plan, named paths and a
+    filesystem run on the agent's own worktree; the number of issues planned. The
+    caller saves the plan. The tour's project is a person's, left as it is."""
+    issues = Issue.objects.filter(
+        workspace=workspace, status__in=OPEN, project__key__in=world.PROJECTS_BY_KEY
+    ).select_related("project")
     count = 0
     for issue in issues.order_by("pk"):
         paths = graph.expected_paths(issue)

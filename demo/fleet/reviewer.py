@@ -59,7 +59,7 @@ class Reviewer:
         answer = self.api.get("/issues/?status=in_review", label="/issues/")
         if answer is None or not answer.ok:
             return
-        oldest = sorted(answer.body["results"], key=lambda issue: issue["id"])
+        oldest = sorted(fleets(answer.body["results"]), key=lambda issue: issue["id"])
         for issue in oldest[:REVIEWS_PER_TURN]:
             draw = self.rng.random()
             if draw < CANCEL_CHANCE:
@@ -88,7 +88,7 @@ class Reviewer:
         # In progress with nobody live holding it: all it lacks to be ready is its status.
         orphans = [
             issue
-            for issue in ready.body["results"]
+            for issue in fleets(ready.body["results"])
             if issue["status"] == "in_progress" and issue["missing"] == ["status"]
         ]
         if orphans:
@@ -149,3 +149,9 @@ class Reviewer:
 
     def post(self, issue: dict[str, Any], body: str) -> None:
         self.api.post("/messages/", {"scope": f"issue:{issue['id']}", "body": body})
+
+
+def fleets(issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issues of the fleet's projects: the tour's project is a person's to work and
+    to review (``access.tour_issue``)."""
+    return [issue for issue in issues if issue["project"] in world.PROJECTS_BY_KEY]

@@ -23,6 +23,7 @@ from coordination.services.graph import expected_paths
 from demo import access, world
 from demo.fleet.place import files_for
 from tests.demo.conftest import FleetProcess, processes_under, served, wait_until
+from tests.readme import run_shell, shell_blocks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,14 +38,20 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     small_demo: Workspace, demo_dir: Path, tmp_path: Path
 ) -> None:
     demo, place, repo = small_demo, demo_dir, demo_dir / "repo"
+    banner = StringIO()
+    call_command("seed_demo", stdout=banner)  # as make run prints it, before the fleet starts
     with served(tmp_path) as (url, env):
         began = timezone.now()
         fleet = FleetProcess(url, place, env, "--agents", "3", "--work", "1,3")
         try:
             wait_until(lambda: "at work on" in fleet.output(), "the fleet at work")
             issue = handed_in_by_a_runner(demo, began)
+            # The fleet has taken and landed work; the banner's free issue is still free.
+            toured = the_readme_agent_tour(banner.getvalue(), url, tmp_path)
         finally:
             status = fleet.stop()
+    assert toured.status == Issue.Status.IN_REVIEW
+    assert toured.report["summary"] == "Added rate limits."
     text = fleet.output()
     assert status == 0, text
     assert "3 runners and a reviewer at work" in text
@@ -98,6 +105,18 @@ def handed_in_by_a_runner(demo: Workspace, since: datetime) -> Issue:
     return issue
 
 
+def the_readme_agent_tour(banner: str, url: str, tmp_path: Path) -> Issue:
+    """README "Five minutes as an agent": the banner's ``shell`` line pasted, then the
+    tour's calls as printed; the issue it worked."""
+    [shell] = [line.split(":", 1)[1] for line in banner.splitlines() if "shell" in line]
+    [tour] = shell_blocks("Five minutes as an agent")[:1]
+    done = run_shell(shell + "\n" + tour, url=url, cwd=tmp_path, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert '"code"' not in done.stdout, done.stdout  # no refusal on the way
+    issue_id = int(re.search(r"ISSUE=(\d+)", shell)[1])  # type: ignore[index]
+    return Issue.objects.get(pk=issue_id)
+
+
 def test_the_command_needs_the_demo_and_a_server(db: None, demo_dir: Path) -> None:
     place = demo_dir
     with pytest.raises(CommandError, match="seed_demo"):
@@ -110,9 +129,11 @@ def test_the_command_needs_the_demo_and_a_server(db: None, demo_dir: Path) -> No
     # It revoked the key it minted, and made the repository for the next run.
     assert not ApiKey.objects.filter(name=access.FLEET_KEY_NAME, revoked_at__isnull=True).exists()
     assert (place / "repo" / ".git").exists()
-    # Every open issue of the demo is a filesystem issue its plan knows.
+    # Every open issue of the fleet's projects is a filesystem issue its plan knows (the
+    # tour's project is a person's: test_seed_demo).
     open_issues = Issue.objects.filter(
         workspace__slug=world.SLUG,
+        project__key__in=world.PROJECTS_BY_KEY,
         status__in=[Issue.Status.BACKLOG, Issue.Status.TODO, Issue.Status.IN_PROGRESS],
     )
     assert open_issues.exists()

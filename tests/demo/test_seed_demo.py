@@ -30,8 +30,9 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import logs
+from coordination.services import logs, work
 from demo import access, anchor, world
+from demo.fleet.plan import DemoPlan, Pacing, prepare
 
 pytestmark = pytest.mark.django_db
 
@@ -312,11 +313,26 @@ def test_the_readme_examples_work_with_what_the_banner_prints(client):
     assert response.status_code == 200 and response.json()["result"]["isError"] is False
 
 
-def test_no_free_issue_is_said_so(monkeypatch):
-    monkeypatch.setattr(access, "free_issue", lambda workspace: None)
-    out = run_tiny()
-    assert field(out, "free issue").startswith("none")
-    assert "ISSUE=" not in field(out, "shell")
+def test_the_free_issue_waits_in_a_project_the_fleet_never_works(tmp_path):
+    """The banner's issue is in the tour's project: the live fleet's plan leaves it out
+    (its runners work the plan's projects, its reviewer only those), so it is still
+    free when a person pastes the tour. Free, it is handed out again; taken, the next
+    run files another."""
+    first = int(shell_line(run_tiny())["ISSUE"])
+    assert int(shell_line(run_tiny())["ISSUE"]) == first
+    issue = Issue.objects.get(pk=first)
+    assert issue.project.key == access.TOUR_PROJECT
+    assert access.TOUR_PROJECT not in world.PROJECTS_BY_KEY
+    plan = DemoPlan(tmp_path / "plan.json", Pacing(), ttl=120)
+    assert prepare(issue.workspace, plan) > 0
+    assert first not in {planned.id for planned in plan.plan.issues}
+    assert not Issue.objects.get(pk=first).requires_filesystem  # left as it was
+    work.start_work(
+        workspace=issue.workspace, agent_name="coder-1", issue_id=first, paths=["src/a.py"]
+    )
+    second = int(shell_line(run_tiny())["ISSUE"])
+    assert second != first
+    assert Issue.objects.get(pk=second).project.key == access.TOUR_PROJECT
 
 
 # --- re-anchoring a stale history ---------------------------------------------------

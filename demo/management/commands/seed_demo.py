@@ -2,9 +2,9 @@
 
 Running it again does not seed again: it prints the same banner, with the logins'
 password (or how to reset it, once changed), a fresh API key (the previous demo key
-is revoked) and an issue free to claim. A history whose newest event is more than a
-day old is first moved forward to end now (``demo.anchor``), so the pages' default
-windows are never empty.
+is revoked) and an issue free to claim, in a project the live fleet never works. A
+history whose newest event is more than a day old is first moved forward to end now
+(``demo.anchor``), so the pages' default windows are never empty.
 """
 
 import os
@@ -31,7 +31,6 @@ PAGES = (
     "/admin/",
     "/api/v1/docs/",
 )
-NO_FREE_ISSUE = "none now (every ready issue was leased, or its project is at its WIP cap)"
 
 
 class Command(BaseCommand):
@@ -63,11 +62,11 @@ class Command(BaseCommand):
                 access.login(workspace, "manager", options["password"], operator=False),
             ]
             raw = access.fresh_key(workspace)
-        issue = access.free_issue(workspace)
+            issue = access.tour_issue(workspace)
         summary = summarise(workspace)
         took = f"seeded in {time.monotonic() - started:.1f} s" if seeded else "already seeded"
-        shell = f"export KEY={raw}" + (f" ISSUE={issue.pk}" if issue else "")
-        free = f"{issue.pk} ({issue.project.key}: {issue.title})" if issue else NO_FREE_ISSUE
+        shell = f"export KEY={raw} ISSUE={issue.pk}"
+        free = f"{issue.pk} ({issue.project.key}: {issue.title}; the live fleet leaves it to you)"
         lines = [
             "",
             f"Projektor demo is ready (workspace {world.SLUG!r}, {took}).",

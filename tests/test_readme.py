@@ -1,0 +1,92 @@
+"""README "Your own repository in ten lines", run as printed: ``make -s key`` on the
+server's database, the project and the issue over curl, the agent command fetched
+from the server and ``projektor run`` in a clone of the reader's own, with a stand-in
+for ``claude`` on the PATH (a script that commits a file, as an agent would); then a
+person accepts the work on the issue's page."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+
+from benchmarks import server as harness
+from coordination.models import ApiKey, Issue
+from tests.demo.conftest import served
+from tests.readme import ROOT, run_shell, shell_blocks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STAND_IN = """#!/bin/sh
+# claude -p PROMPT, as the README calls it: the work an agent would do, committed.
+test "$1" = -p || exit 64
+printf 'def health():\\n    return "ok"\\n' > health.py
+git add health.py && git commit -qm "Add a health check" -m "$2"
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def readers_machine(home: Path) -> dict[str, str]:
+    """A reader's shell: their own clone at ``~/src/my-app``, ``~/.local/bin`` and the
+    agent CLI on the PATH, this checkout's database for ``make``, nothing of the test's
+    settings or of the make that runs the suite."""
+    repo = home / "src" / "my-app"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("My app\n")
+    git(repo, "add", "README")
+    git(repo, "-c", "user.name=Me", "-c", "user.email=me@example.com", "commit", "-qm", "Start")
+    tools = home / "tools"
+    tools.mkdir()
+    (tools / "claude").write_text(STAND_IN)
+    (tools / "claude").chmod(0o755)
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("MAKE", "MFLAGS", "PROJEKTOR_", "DJANGO_", "SECRET_KEY"))
+    }
+    return {
+        **inherited,
+        "HOME": str(home),
+        "PATH": os.pathsep.join([str(home / ".local" / "bin"), str(tools), inherited["PATH"]]),
+        "DATABASE_URL": harness.database_url(connection.settings_dict),
+        "GIT_AUTHOR_NAME": "Me",
+        "GIT_AUTHOR_EMAIL": "me@example.com",
+        "GIT_COMMITTER_NAME": "Me",
+        "GIT_COMMITTER_EMAIL": "me@example.com",
+    }
+
+
+def test_your_own_repository_in_ten_lines(tmp_path: Path) -> None:
+    [lines] = shell_blocks("Your own repository in ten lines")
+    assert len(lines.strip().splitlines()) <= 10
+    env = readers_machine(tmp_path / "home")
+    with served(tmp_path) as (url, _):
+        done = run_shell(lines, url=url, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [key] = ApiKey.objects.filter(workspace__slug="my-team")
+    [issue] = Issue.objects.filter(workspace__slug="my-team", project__key="app")
+    assert issue.status == Issue.Status.IN_REVIEW, (issue.status, done.stderr)
+    assert "Add a health check" in issue.report["summary"]
+    assert key.revoked_at is None
+    assert "health.py" in git(tmp_path / "home" / "src" / "my-app", "show", "--name-only", "HEAD")
+    # A person accepts it on the issue's page.
+    admin = get_user_model().objects.create_superuser("admin", password="pw-of-the-test")
+    person = Client(enforce_csrf_checks=True)
+    person.force_login(admin)
+    page = f"/workspaces/my-team/issues/{issue.pk}/"
+    assert 'id="accept-form"' in person.get(page).content.decode()
+    token = person.cookies["csrftoken"].value
+    person.post(page, {"decision": "accept", "csrfmiddlewaretoken": token})
+    issue.refresh_from_db()
+    assert issue.status == Issue.Status.DONE
