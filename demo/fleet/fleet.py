@@ -6,7 +6,8 @@ it takes the head of the ready queue, works the issue on a branch of its own wor
 (its edits claimed as it makes them), integrates it onto ``main`` and hands it in; now
 and then its agent crashes and the runner gives the issue back, or sits idle past the
 stall threshold while the runner heartbeats. The reviewer, a person, moves the
-handed-in work on and keeps the queue fed. Nothing here touches the database: the
+handed-in work on and keeps the queue fed. The sessions the seed left live are carried
+on until they hand their work in (``demo.fleet.seeded``). Nothing here touches the database: the
 command prepares it before it starts the fleet.
 """
 
@@ -24,6 +25,7 @@ from demo.fleet.context import FleetConfig, FleetContext, Record
 from demo.fleet.plan import DemoPlan
 from demo.fleet.reviewer import Reviewer
 from demo.fleet.runners import Runners, RunnerSpec
+from demo.fleet.seeded import SeededWork
 
 SUMMARY_EVERY_SECONDS = 60.0
 TEND_EVERY_SECONDS = 0.5
@@ -42,6 +44,7 @@ class Fleet:
         self.context = FleetContext(config, plan, say=say)
         self.rng = random.Random(config.seed)
         self.reviewer = Reviewer(self.context, seed=self.rng.randrange(2**32))
+        self.seeded = SeededWork(self.context, seed=self.rng.randrange(2**32))
         spec = RunnerSpec(
             url=config.url,
             key=config.key,
@@ -76,6 +79,9 @@ class Fleet:
         self.started_at = place.git(self.config.place.repo, "rev-parse", place.BRANCH).strip()
         self.reviewer.thread.start()
         try:
+            # The seed's live sessions first, before the runners' own are live too.
+            if self.seeded.take_over():
+                self.seeded.thread.start()
             self.runners.start_all()
             while not self.stop.wait(TEND_EVERY_SECONDS):
                 now = time.monotonic()
@@ -88,8 +94,9 @@ class Fleet:
         finally:
             self.stop.set()
             self.runners.stop(self.config.grace)
-            if self.reviewer.thread.is_alive():
-                self.reviewer.thread.join(JOIN_TIMEOUT_SECONDS)
+            for thread in (self.reviewer.thread, self.seeded.thread):
+                if thread.is_alive():
+                    thread.join(JOIN_TIMEOUT_SECONDS)
         return self.record
 
     def landed(self) -> int:
