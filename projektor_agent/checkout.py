@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from projektor_agent import gitops
+from projektor_agent import gitops, worktree_hooks
 from projektor_agent.errors import UsageError
 from projektor_agent.output import warn
 
@@ -24,9 +24,10 @@ def arm(work: Any) -> None:
     (workdir / RUNNER_DIR / "issue.md").write_text(issue_text(unit.issue), encoding="utf-8")
     if gitops.toplevel(workdir) is not None:
         gitops.exclude(workdir, *EXCLUDES)
-        why_not = gitops.install_guard(workdir, guard_script())
-        if why_not:
-            warn(why_not)
+        try:
+            worktree_hooks.arm(workdir, guard_script())  # this worktree's alone, until disarm
+        except (gitops.GitError, OSError) as error:
+            warn(f"the pre-commit guard could not be armed in {workdir}: {error}")
     if work.args.hooks == "claude-code":
         from projektor_agent import hook
 
@@ -46,6 +47,19 @@ def arm(work: Any) -> None:
     if unit.branch is not None and work.runner.repo is not None:
         # The hook's fresh base: what a claimed path is compared with and rebased onto.
         unit.env["PROJEKTOR_BASE"] = gitops.upstream(work.runner.repo, str(unit.base))
+
+
+def disarm(work: Any) -> None:
+    """The guard armed by ``arm`` removed, the worktree's hooks as they were: at the
+    end of every unit, whatever its end (invariant 19 (A runner's child never outlives
+    its runner's right to work): what the runner installed is removed)."""
+    workdir = work.unit.workdir
+    if workdir is None:
+        return
+    try:
+        worktree_hooks.disarm(workdir)
+    except (gitops.GitError, OSError) as error:
+        warn(f"issue {work.unit.id}: could not remove the guard from {workdir}: {error}")
 
 
 def issue_text(issue: dict[str, Any]) -> str:

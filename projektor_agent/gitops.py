@@ -1,5 +1,5 @@
 """The git side of a run: the agent's own worktree, a branch per issue from the default
-branch, the runner's exclude lines, the guard's hook, and the branch's commits."""
+branch, the runner's exclude lines, and the branch's commits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 from projektor_agent.errors import UsageError
 from projektor_agent.output import say
 
-GUARD_MARK = "Projektor pre-commit guard"  # in the guard's docstring: a hook of ours
 BRANCH_PREFIX = "projektor/"
 SLUG_LENGTH = 40
 
@@ -212,22 +211,6 @@ def exclude(path: Path, *patterns: str) -> None:
             if present and present[-1] != "":
                 file.write("\n")
             file.write("\n".join(missing) + "\n")
-
-
-def install_guard(path: Path, script: bytes) -> str | None:
-    """The guard as the pre-commit hook of ``path``'s repository; None when done, else
-    why not (another pre-commit hook is there: never replaced)."""
-    hook = git_path(path, "hooks") / "pre-commit"
-    if hook.exists():
-        existing = hook.read_bytes()
-        if existing == script:
-            return None
-        if GUARD_MARK.encode() not in existing:
-            return f"{hook} is another pre-commit hook: left as it is, the guard not installed"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_bytes(script)
-    hook.chmod(0o755)
-    return None
 
 
 def commit_subjects(path: Path, base: str) -> list[str]:

@@ -76,6 +76,7 @@ class UnitWork:
         finally:
             self.watch.close()
             self.leave_worktree("the runner stopped")  # done already, unless an error
+            checkout.disarm(self)
             self.runner.cursor = max(self.runner.cursor, self.watch.cursor)
 
     def _work(self) -> int:

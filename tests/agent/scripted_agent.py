@@ -52,6 +52,9 @@ def main() -> int:
         "cwd": os.getcwd(),
         "argv": sys.argv[2:],
         "env": {k: v for k, v in os.environ.items() if k.startswith("PROJEKTOR_")},
+        "hooks": subprocess.run(
+            ["git", "rev-parse", "--git-path", "hooks"], capture_output=True, text=True
+        ).stdout.strip(),
         "issue_md": Path(".projektor/issue.md").read_text()
         if Path(".projektor/issue.md").exists()
         else None,

@@ -60,9 +60,11 @@ def test_each_issue_gets_a_branch_in_the_agents_own_worktree_which_is_reused(
     assert "hook claude-code" in json.dumps(settings["hooks"]["PreToolUse"])
     assert child["env"]["PROJEKTOR_WORKTREE"] == str(worktree)
     assert not (worktree / "scratch.txt").exists()
-    hook = Path(git(worktree, "rev-parse", "--git-path", "hooks/pre-commit"))
-    hook = hook if hook.is_absolute() else worktree / hook
-    assert "Projektor pre-commit guard" in hook.read_text()
+    # The guard was armed in the agent's worktree alone, and is gone with the unit.
+    armed = Path(child["hooks"])
+    assert armed.parent == Path(git(worktree, "rev-parse", "--absolute-git-dir"))
+    assert not armed.exists() and not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert git(worktree, "rev-parse", "--git-path", "hooks") == str(repo / ".git" / "hooks")
     assert api.get("/worktrees/")["results"][0]["slug"] == agent
     session = api.session(int(child["env"]["PROJEKTOR_SESSION"]))
     assert session["worktree"] == agent
