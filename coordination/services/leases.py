@@ -42,8 +42,12 @@ from coordination.services.rows import dialect, execute, fetchall, fetchone, ins
 
 @dataclass(frozen=True)
 class Claimed:
+    """``taken_over``: the leases of dead holders this claim reclaimed ``expired``
+    to get its own (``take_over`` hands it their assignment and claims)."""
+
     lease: IssueLease
     created: bool
+    taken_over: tuple[IssueLease, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,8 @@ def claim_issue(
     A new lease makes its agent the issue's assignee if it has none (``assign``;
     start_work assigns later in its own transaction, ``coordination.services.locking``
     says why); an assignee read under the share stays until the commit, so an issue
-    that has one is not written.
+    that has one is not written. A lease taken over from a dead holder takes its
+    assignment and its claims on the issue as well (``take_over``).
     """
     with events.change():
         project = lock_project(workspace_id=workspace.pk, issue_id=issue_id)
@@ -173,6 +178,7 @@ def claim_issue(
         issue, session, limit = claimer.issue, claimer.session, project.agent_wip_limit
         if issue.status in Issue.CLOSED_STATUSES:
             raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
+        taken_over: list[IssueLease] = []  # kept across attempts: a reclaim is not undone
 
         def attempt(number: int) -> Claimed | None:
             return take_lease(
@@ -181,6 +187,7 @@ def claim_issue(
                 session=session,
                 limit=limit,
                 first=number == 0,
+                taken_over=taken_over,
             )
 
         claimed = reclaim.attempts(attempt, exhausted=lambda: held_or_capped(issue.pk))
@@ -192,6 +199,8 @@ def claim_issue(
             return claimed
         else:
             lease = claimed.lease
+            lease.issue = issue  # as read under the share, held to the commit
+            claimed = Claimed(lease=lease, created=True, taken_over=tuple(taken_over))
             events.record(
                 workspace.pk,
                 EventType.LEASE_GRANTED,
@@ -201,9 +210,9 @@ def claim_issue(
                 agent_id=session.agent_id,
                 data={"lease": lease.pk, "fence": lease.fence},
             )
-            if assign and issue.assignee_id is None:
+            if assign:
                 # Last: it turns the issue's share into a row lock, held only to the commit.
-                assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
+                take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
     if claimed is None:
         raise WipLimitReached(
             f"Project {project.key} already has {limit} live leases.", limit=limit
@@ -212,10 +221,17 @@ def claim_issue(
 
 
 def take_lease(
-    *, workspace_id: int, issue: Issue, session: AgentSession, limit: int, first: bool
+    *,
+    workspace_id: int,
+    issue: Issue,
+    session: AgentSession,
+    limit: int,
+    first: bool,
+    taken_over: list[IssueLease],
 ) -> Claimed | None:
     """One attempt of ``claim_issue``: the insert and, if it refused, why (``reclaim``
-    gives the attempts). None: the WIP cap refused it."""
+    gives the attempts). None: the WIP cap refused it. A dead holder's lease it
+    reclaims is added to ``taken_over``."""
     lease = insert_lease_within_cap(
         workspace_id=workspace_id, issue=issue, session=session, limit=limit
     )
@@ -233,17 +249,22 @@ def take_lease(
     if current.session_id == session.pk and current.is_live:  # type: ignore[attr-defined]
         return Claimed(lease=current, created=False)
     if not current.is_live:  # type: ignore[attr-defined]
-        reclaim_stale_lease(current, project_id=issue.project_id, by=session)
+        reclaim_stale_lease(current, project_id=issue.project_id, by=session, taken_over=taken_over)
     raise lease_held(current)
 
 
-def reclaim_stale_lease(lease: IssueLease, *, project_id: int, by: AgentSession) -> None:
+def reclaim_stale_lease(
+    lease: IssueLease, *, project_id: int, by: AgentSession, taken_over: list[IssueLease]
+) -> None:
     """``lease`` was read in a claim's way, not live: release it (``expired`` if its
     holder is dead, else ``max_age``: invariants 4 and 17), announce it and
     ``Retry``; released since it was read: ``Retry``. Returns only if it is live again
-    (its holder revived)."""
+    (its holder revived). An ``expired`` lease is added to ``taken_over``; an aged-out
+    one is not: its holder is alive and keeps its claims (invariant 15)."""
     row = fetchone(sql.release_stale_lease(dialect(), lease_id=lease.pk))
     if row is not None:
+        if row[0] == ReleaseReason.EXPIRED:
+            taken_over.append(lease)
         events.lease_released(
             lease,
             reason=row[0],
@@ -261,11 +282,36 @@ def held_or_capped(issue_id: int) -> None:
         raise lease_held(winner)
 
 
-def assign_if_unassigned(*, issue_id: int, agent_id: int) -> bool:
-    """Make the agent the issue's assignee when it has none; never replace one."""
-    return bool(
-        execute(sql.assign_unassigned_issue(dialect(), issue_id=issue_id, agent_id=agent_id))
-    )
+def take_over(*, workspace_id: int, session: AgentSession, claimed: Claimed) -> None:
+    """A new lease's agent becomes the issue's assignee if it has none, or if it is an
+    agent whose dead lease this claim took over (whom a person or a live agent
+    assigned stays); the dead holders' claims on the issue are released ``expired``
+    by the taker, as the next claimer of their paths would (invariant 4), with their
+    ``claims.released``. Their claims on other issues stay, for those paths' next
+    claimers. Call it last in the claim's transaction: the issue row, then the claim
+    rows in path order (``coordination.services.locking``)."""
+    issue = claimed.lease.issue  # read under the claim's share: its assignee is current
+    dead_agents = [lease.agent_id for lease in claimed.taken_over if lease.agent_id is not None]
+    if issue.assignee_id is None or issue.assignee_id in dead_agents:
+        statement = sql.assign_unassigned_issue(
+            dialect(), issue_id=issue.pk, agent_id=session.agent_id, replacing=dead_agents
+        )
+        execute(statement)
+    taker = events.holder(session.pk, session.agent.name)
+    for lease in claimed.taken_over:
+        if lease.session_id is None:  # its session is gone: its claims have no holder
+            continue
+        statement = sql.release_claims(
+            dialect(),
+            reason=ReleaseReason.EXPIRED,
+            workspace_id=workspace_id,
+            issue_id=issue.pk,
+            session_id=lease.session_id,
+            holder_dead=True,
+        )
+        released = [sql.ReleasedClaim(*row[:5]) for row in fetchall(statement)]
+        if released:
+            events.claims_released(workspace_id, released, reason=ReleaseReason.EXPIRED, by=taker)
 
 
 def record_denial(

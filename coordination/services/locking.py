@@ -20,7 +20,10 @@ lease claim                   project ``FOR NO KEY UPDATE`` (admission, invarian
                               → the insert; if the unreleased lease of a dead holder
                               is in its way: that lease row (its reclaim UPDATE),
                               then the insert again
-                              → issue row, if it has no assignee (the assignee UPDATE)
+                              → issue row, if it has no assignee or a dead holder's
+                              (the assignee UPDATE) → on a takeover, the dead
+                              holder's claim rows on the issue, by path (unlocked
+                              paths: so last, when nothing after them waits)
 file claim                    [with a fence: lease row ``FOR SHARE`` → issue
 (``file_claims.claim_files``) ``FOR SHARE NOWAIT``] → advisory locks, by key:
                               each path exclusive, each directory above one shared
@@ -31,7 +34,8 @@ release of claims             claim rows ``FOR UPDATE``, by path (one statement)
 transition / close            issue ``FOR NO KEY UPDATE`` → its lease row → its claim
 (``workflow.transition_issue``) rows, by path
 start_work                    lease claim (not its assignee UPDATE) → file claim
-                              → transition → the assignee UPDATE (all one
+                              → transition → the assignee UPDATE → a takeover's
+                              claim rows (all one
                               transaction; the project lock queues two starts of one
                               project, so no two hold the same issue share)
 finish_work                   issue ``FOR NO KEY UPDATE`` (transition) → claim rows by
@@ -71,6 +75,10 @@ Why no cycle can form:
   file claims, with the transition: made at its lease claim, it would hold the issue
   while asking for a path lock that a file claimer holds while waiting for the
   issue's share.
+- A takeover releases its dead holder's claims on the issue without their path locks,
+  so after the assignee UPDATE and last: a file claimer holding one of those paths
+  and the issue's share has committed before the UPDATE got the issue, and a later
+  one waits for the issue holding no claim row; nothing after the release waits.
 - The fence numbers of leases and worktree locks need the project row and the
   worktree row respectively: every inserter of a number queues on them.
 """

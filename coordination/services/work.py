@@ -1,8 +1,9 @@
 """start_work and finish_work: a unit of work in one call each [start_work, finish_work].
 
 ``start_work`` registers a session, takes the issue's lease, claims the paths, moves
-a ``todo`` issue to ``in_progress``, makes the agent its assignee if it has none and
-says so on the issue: all or nothing. The
+a ``todo`` issue to ``in_progress``, makes the agent its assignee if it has none (or
+takes the issue over from a dead session: ``leases.take_over``) and says so on the
+issue: all or nothing. The
 steps run in one transaction, so a refusal at any step rolls every step back: no
 session, no lease, no claim is left.
 The logs are the exception, as always: a WIP-cap refusal or a file conflict is
@@ -90,10 +91,10 @@ def start_work(
                 worktree_slug=worktree_slug,
                 api_key=api_key,
             )
-            lease = leases.claim_issue(
+            claimed = leases.claim_issue(
                 workspace=workspace, issue_id=issue.pk, session_id=session.pk, assign=False
-            ).lease
-            claimed = (
+            )
+            claims = (
                 file_claims.claim_files(
                     workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
                 ).claims
@@ -108,8 +109,9 @@ def start_work(
                     by_human=False,
                     session=session,
                 )
-            # After the file claims, as the transition: the issue's row lock comes last.
-            leases.assign_if_unassigned(issue_id=issue.pk, agent_id=session.agent_id)
+            # After the file claims, as the transition: the issue's row lock comes last,
+            # then a dead predecessor's remaining claims (locking).
+            leases.take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
             message = messages.record_message(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),
@@ -146,7 +148,7 @@ def start_work(
                 conflicts=file_claims.holders(refused.pairs),
             )
         raise
-    return Started(session=session, lease=lease, claims=claimed, message=message)
+    return Started(session=session, lease=claimed.lease, claims=claims, message=message)
 
 
 def finish_work(

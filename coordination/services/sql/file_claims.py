@@ -234,8 +234,11 @@ def release_claims(
     session_id: int | None = None,
     paths: list[str] | None = None,
     ids: list[int] | None = None,
+    holder_dead: bool = False,
 ) -> Statement:
-    """Release the unreleased claims matching every given filter, returning each one's
+    """Release the unreleased claims matching every given filter (with
+    ``holder_dead``, only those whose session is not live: compare-and-set, so a
+    holder revived by a heartbeat meanwhile keeps them), returning each one's
     ``ReleasedClaim`` columns (its holder, for the event log). On PostgreSQL the rows
     are locked in path order first, the order claimers lock them in, so a release and
     a claim of the same paths queue instead of deadlocking. SQLite locks no row and
@@ -258,6 +261,11 @@ def release_claims(
         if values is not None:
             conditions.append(f"{column} IN ({placeholders(values)})" if values else "1 = 0")
             params += values
+    if holder_dead:
+        conditions.append(
+            f"session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {SESSION} s"
+            f" WHERE s.id = {CLAIM}.session_id AND {d.live('s')})"
+        )
     if ids is not None:
         hint = "NOT INDEXED"
     elif workspace_id is not None:

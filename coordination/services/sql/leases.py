@@ -1,5 +1,7 @@
 """Issues and leases: admission under the WIP cap, fences, reclaiming dead holders."""
 
+from collections.abc import Sequence
+
 from coordination.services.sql.base import (
     AGENT,
     COLUMNS,
@@ -10,6 +12,7 @@ from coordination.services.sql.base import (
     Dialect,
     Statement,
     columns,
+    placeholders,
     related_columns,
 )
 
@@ -118,14 +121,21 @@ def insert_lease_within_cap(
     )
 
 
-def assign_unassigned_issue(d: Dialect, *, issue_id: int, agent_id: int) -> Statement:
-    """The agent taking the issue becomes its assignee iff it has none: whoever a
-    person (or an earlier agent) assigned stays. Compare-and-set, so a concurrent edit
-    of the assignee is never overwritten."""
+def assign_unassigned_issue(
+    d: Dialect, *, issue_id: int, agent_id: int, replacing: Sequence[int] = ()
+) -> Statement:
+    """The agent taking the issue becomes its assignee iff it has none, or has one of
+    ``replacing`` (the dead holders whose lease it took over): whoever a person (or a
+    live agent) assigned stays. Compare-and-set, so a concurrent edit of the assignee
+    is never overwritten."""
+    replaced = sorted({agent for agent in replacing if agent != agent_id})
+    condition = "assignee_id IS NULL"
+    if replaced:
+        condition = f"(assignee_id IS NULL OR assignee_id IN ({placeholders(replaced)}))"
     return (
         f"UPDATE {ISSUE} SET assignee_id = %s, updated_at = {d.now()}"
-        " WHERE id = %s AND assignee_id IS NULL",
-        [agent_id, issue_id],
+        f" WHERE id = %s AND {condition}",
+        [agent_id, issue_id, *replaced],
     )
 
 

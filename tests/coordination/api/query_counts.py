@@ -79,7 +79,9 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # A unit of work.
     # + the blocker check, before anything, and again at the move to in_progress (on
     # PostgreSQL after the graph lock).
-    "POST /work/start/": {"sqlite": 39, "postgresql": 41},  # the lease claim's, above
+    # - the assignee UPDATE when the issue has an assignee, read under the lease
+    # claim's share (the world's issue has one): only a takeover replaces it.
+    "POST /work/start/": {"sqlite": 38, "postgresql": 40},  # the lease claim's, above
     # + the issue's links and expected paths, for the issue it shows.
     "POST /work/finish/": 37,  # the release's project
     # Messages, runs.
@@ -106,7 +108,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /file-claims/ (agent key, force)": {"sqlite": 25, "postgresql": 26},
     "POST /file-claims/release/ (agent key)": {"sqlite": 6, "postgresql": 3},
     "POST /messages/ (agent key)": 8,  # no session to read
-    "POST /work/start/ (agent key)": {"sqlite": 34, "postgresql": 36},
+    "POST /work/start/ (agent key)": {"sqlite": 33, "postgresql": 35},  # as /work/start/
     # Keys: the key; then the list's count and page (with agents); or the mint (the
     # agent's get-or-create, the key, in one transaction); or the revoke (its row, the
     # compare-and-set, the re-read).

@@ -95,6 +95,55 @@ def test_a_held_lease_leaves_nothing(api, workspace, issue, make_session):
     assert nothing_left_by("b") and not WipCapDenial.objects.exists()
 
 
+# --- taking over a dead session's issue -------------------------------------------------
+
+
+def released_expired(api, issue, type):
+    events = api.get(f"{V1}/events/?issue={issue.pk}&type={type}").json()["events"]
+    return [
+        (event["session"], event["agent"], event["data"])
+        for event in events
+        if event["data"]["reason"] == "expired"
+    ]
+
+
+def test_start_work_takes_over_a_dead_sessions_claims_and_assignment(api, workspace, make_issue):
+    issue, elsewhere = make_issue(title="Taken over"), make_issue(title="Elsewhere")
+    old = start(api, issue, agent="oldie", paths=["src/a.py", "src/b/"]).json()["session"]
+    claimed = post(
+        api, "/file-claims/", {"issue": elsewhere.pk, "paths": ["docs/x.md"], "session": old["id"]}
+    )
+    assert claimed.status_code == 201, claimed.content
+    expire(AgentSession.objects.get(pk=old["id"]))
+
+    response = start(api, issue, agent="newbie", paths=["src/c.py"])
+
+    assert response.status_code == 201, response.content
+    new = response.json()["session"]
+    assert api.get(f"{V1}/issues/{issue.pk}/").json()["assignee"] == "newbie"
+    claims = api.get(f"{V1}/file-claims/?session={old['id']}").json()["results"]
+    assert sorted((c["path"], c["issue"], c["release_reason"]) for c in claims) == [
+        ("docs/x.md", elsewhere.pk, None),  # another issue's: its paths' next claimer's
+        ("src/a.py", issue.pk, "expired"),
+        ("src/b/", issue.pk, "expired"),
+    ]
+    by = {"session": new["id"], "agent": "newbie"}
+    assert released_expired(api, issue, "claims.released") == [
+        (old["id"], "oldie", {"paths": ["src/a.py", "src/b/"], "reason": "expired", "by": by})
+    ]
+    [(session, agent, data)] = released_expired(api, issue, "lease.released")
+    assert (session, agent, data["by"]) == (old["id"], "oldie", by)
+
+
+def test_start_work_on_a_live_sessions_issue_is_still_refused(api, issue):
+    old = start(api, issue, agent="oldie", paths=["src/a.py"]).json()["session"]
+    assert_error(start(api, issue, agent="newbie", paths=["src/c.py"]), 409, "lease_held")
+    assert api.get(f"{V1}/issues/{issue.pk}/").json()["assignee"] == "oldie"
+    [claim] = api.get(f"{V1}/file-claims/?session={old['id']}").json()["results"]
+    assert (claim["path"], claim["release_reason"]) == ("src/a.py", None)
+    assert nothing_left_by("newbie")
+
+
 def test_a_file_conflict_leaves_nothing_but_the_conflict_log(
     api, workspace, make_issue, make_session
 ):

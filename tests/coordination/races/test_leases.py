@@ -240,3 +240,46 @@ def test_a_lease_released_between_the_claims_insert_and_its_read_is_taken(
     assert claimed.created and claimed.lease.session_id == claimer.pk
     assert claimed.lease.fence == held.fence + 1
     assert not WipCapDenial.objects.exists()
+
+
+def test_a_takeover_races_claimers_of_its_dead_predecessors_paths(
+    workspace, make_issue, make_session, roomy
+):
+    """A start_work taking over a dead session's issue releases that session's claims
+    on it while other issues' claimers reclaim the same paths: no deadlock, each dead
+    claim released ``expired`` once, by one of them."""
+    for round_number in range(10):
+        issue, one, two = make_issue(), make_issue(), make_issue()
+        paths = [f"r{round_number}/{name}" for name in ("a.py", "b.py", "c/")]
+        dead = work.start_work(
+            workspace=workspace, agent_name="dead", issue_id=issue.pk, paths=paths
+        ).session
+        expire(dead)
+        one_claimer, two_claimer = make_session("one"), make_session("two")
+
+        def take_over(issue, path):
+            return work.start_work(
+                workspace=workspace, agent_name="taker", issue_id=issue.pk, paths=[path]
+            )
+
+        def claim_for(other, session, path):
+            return file_claims.claim_files(
+                workspace=workspace, issue_id=other.pk, paths=[path], session_id=session.pk
+            )
+
+        results = run_in_threads(
+            lambda target, *args: target(*args),
+            [
+                (take_over, issue, paths[1]),
+                (claim_for, one, one_claimer, paths[0]),
+                (claim_for, two, two_claimer, f"{paths[2]}d.py"),
+            ],
+        )
+
+        assert not [r for r in results if isinstance(r, Exception)], results
+        released = dead.file_claims.filter(released_at__isnull=False)
+        assert sorted(released.values_list("path", "release_reason")) == [
+            (path, ReleaseReason.EXPIRED) for path in sorted(paths)
+        ]
+        issue.refresh_from_db()
+        assert issue.assignee.name == "taker"

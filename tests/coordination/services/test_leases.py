@@ -220,12 +220,14 @@ def test_a_claim_never_replaces_the_assignee(workspace, issue, agent, make_sessi
     assert assignee_of(issue) == agent
 
 
-def test_a_reclaim_keeps_the_first_holders_assignment(workspace, issue, make_session):
+def test_a_takeover_makes_the_taker_the_assignee_in_place_of_the_dead_holder(
+    workspace, issue, make_session
+):
     dead, next_one = make_session("dead"), make_session("next")
     claim(workspace, issue, dead)
     expire(dead)
     claim(workspace, issue, next_one)
-    assert assignee_of(issue) == dead.agent
+    assert assignee_of(issue) == next_one.agent  # more in test_takeover.py
 
 
 def test_a_refused_claim_assigns_nobody(workspace, project, make_issue, make_session):
