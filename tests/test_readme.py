@@ -7,6 +7,7 @@ person accepts the work on the issue's page."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from django.test import Client
 from benchmarks import server as harness
 from coordination.models import ApiKey, Issue
 from tests.demo.conftest import served
-from tests.readme import ROOT, run_shell, shell_blocks
+from tests.readme import README, ROOT, run_shell, shell_blocks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,3 +91,26 @@ def test_your_own_repository_in_ten_lines(tmp_path: Path) -> None:
     person.post(page, {"decision": "accept", "csrfmiddlewaretoken": token})
     issue.refresh_from_db()
     assert issue.status == Issue.Status.DONE
+
+
+PRINTED_MANAGE_PY = re.compile(r"((?:[A-Z_]+=\S+ )*)([\w./]*python3?) manage\.py ([a-z_]+)")
+
+
+def test_every_manage_py_command_the_readme_prints_starts_as_printed(tmp_path: Path) -> None:
+    """Each ``manage.py`` command line the README prints, from this checkout, in a
+    reader's shell (nothing of the suite's settings; a SECRET_KEY only under a block
+    that exports one): its ``--help`` answers, so the interpreter, the settings and the
+    command are all there as printed."""
+    text = README.read_text(encoding="utf-8")
+    env = readers_machine(tmp_path / "home")
+    printed = list(PRINTED_MANAGE_PY.finditer(text))
+    assert {match[3] for match in printed} >= {"seed_demo", "demo_fleet", "backup"}
+    for match in printed:
+        block = text[text.rfind("```", 0, match.start()) : match.start()]
+        exported = {"SECRET_KEY": "from-the-block"} if "export SECRET_KEY" in block else {}
+        assigned = dict(pair.split("=", 1) for pair in match[1].split())
+        command = [match[2], "manage.py", match[3], "--help"]
+        done = subprocess.run(
+            command, cwd=ROOT, env={**env, **exported, **assigned}, capture_output=True, text=True
+        )
+        assert done.returncode == 0, (match[0], done.stderr[-2000:])
