@@ -4,12 +4,14 @@ command")."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from typing import Any
 
 from projektor_agent import gitops, worktree_hooks
 from projektor_agent.errors import UsageError
-from projektor_agent.output import warn
+from projektor_agent.output import say, warn
 
 RUNNER_DIR = ".projektor"
 EXCLUDES = ("/.projektor/",)
@@ -60,6 +62,43 @@ def disarm(work: Any) -> None:
         worktree_hooks.disarm(workdir)
     except (gitops.GitError, OSError) as error:
         warn(f"issue {work.unit.id}: could not remove the guard from {workdir}: {error}")
+
+
+def uncommitted(workdir: Path) -> str | None:
+    """A digest of what is uncommitted in ``workdir`` (its HEAD aside: the agent's own
+    commits do not count); None outside a git work tree."""
+    if gitops.toplevel(workdir) != workdir.resolve() or not gitops.has_ref(workdir, "HEAD"):
+        return None
+    status = gitops.git("status", "--porcelain", "--untracked-files=all", cwd=workdir).stdout
+    diff = gitops.git("diff", "HEAD", "--no-color", "--no-ext-diff", cwd=workdir).stdout
+    return hashlib.sha256(f"{status}\0{diff}".encode()).hexdigest()
+
+
+def set_aside(work: Any, why: str) -> str | None:
+    """A stopped agent's uncommitted work in a checkout the runner did not create, set
+    aside with ``git stash`` (untracked files too) so that the next unit there starts
+    clean; only when the unit changed what is uncommitted there (a user's own edits
+    that were there before and stayed as they were are left alone). Returns where it
+    went, a sentence for the issue's message, or None."""
+    unit, workdir = work.unit, work.unit.workdir
+    if workdir is None or work.runner.worktrees is not None or work.uncommitted_before is None:
+        return None  # the runner's own worktrees keep it on the issue's branch instead
+    try:
+        if uncommitted(workdir) in (None, work.uncommitted_before):
+            return None
+        reason = why.splitlines()[0][:120] if why else "stopped"
+        message = f"projektor: issue {unit.id}, uncommitted work of {work.runner.agent} ({reason})"
+        gitops.git("stash", "push", "--include-untracked", "-q", "-m", message, cwd=workdir)
+        stash = gitops.git("rev-parse", "stash@{0}", cwd=workdir).stdout.strip()
+    except (gitops.GitError, OSError) as error:
+        warn(f"issue {unit.id}: could not set the uncommitted work aside: {error}")
+        return None
+    where = (
+        f"its uncommitted work in {workdir} was set aside with git stash "
+        f'("{message}", commit {stash[:12]}): `git stash apply {stash[:12]}` there brings it back'
+    )
+    say(f"issue {unit.id}: {where}")
+    return where
 
 
 def issue_text(issue: dict[str, Any]) -> str:

@@ -66,6 +66,8 @@ class UnitWork:
         self.integration: dict[str, Any] | None = None  # the run that lands the branch
         self.scanner = scan.Scanner(self)
         self.verification = ""
+        self.uncommitted_before: str | None = None  # in a checkout the runner did not create
+        self.left_where: str | None = None  # where the agent's uncommitted work went
 
     # --- the whole unit ------------------------------------------------------------------
 
@@ -84,6 +86,8 @@ class UnitWork:
         try:
             unit.run = self.dispatch()
             self.resolve_workdir()
+            if self.runner.worktrees is None and unit.workdir is not None:
+                self.uncommitted_before = checkout.uncommitted(unit.workdir)
             checkout.arm(self)  # the issue's text, the guard, the hooks, the env
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
@@ -213,6 +217,10 @@ class UnitWork:
         """Nothing is finished or handed in for work that another session owns now."""
         say(f"issue {self.unit.id}: not handed in ({self.watch.lost})")
         self.leave_worktree(f"taken: {self.watch.lost}")
+        aside = checkout.set_aside(self, f"taken: {self.watch.lost}") or self.left_where
+        if aside:
+            body = f"projektor run: agent {self.runner.agent} stopped on issue {self.unit.id}"
+            self.best_effort("post the message", self.post_message, f"{body}: {aside}.")
         self.end_session()
         return REFUSED
 
@@ -327,6 +335,9 @@ class UnitWork:
         self.watch.close()
         self.leave_worktree(why)  # before the lease goes: whoever takes it next finds it free
         body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
+        aside = checkout.set_aside(self, why) or self.left_where
+        if aside:
+            body += f"\n\nWhere its work went: {aside}."
         if child is not None and child.tail:
             body += "\n\nThe last lines of its stderr:\n```\n" + "\n".join(child.tail) + "\n```"
         if self.integration and self.integration.get("status") == "running":
@@ -374,7 +385,8 @@ class UnitWork:
                 )
                 return True
             if gitops.commit_all(unit.workdir, message):
-                say(f"issue {unit.id}: its uncommitted work is kept on {unit.branch}")
+                self.left_where = f"its uncommitted work was committed on {unit.branch}"
+                say(f"issue {unit.id}: {self.left_where}")
         except (gitops.GitError, OSError) as error:
             warn(f"issue {unit.id}: could not keep the uncommitted work: {error}")
         return True

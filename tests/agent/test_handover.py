@@ -208,15 +208,15 @@ def test_work_left_by_a_killed_runner_is_kept_on_its_branch_by_the_next_unit(
         agent,
         "--issue",
         str(first["id"]),
-        behaviour=("--wait", "--edit", "src/wip.py"),
+        behaviour=("--wait",),
         wait=False,
     )
-    orphan = started(control, killed)
+    agent_process = started(control, killed)
+    worktree = tmp_path / "wt" / agent
+    (worktree / "src" / "wip.py").write_text("work in progress\n")  # the agent's, so far
     killed.process.send_signal(signal.SIGKILL)
     killed.wait()
-    released(control)  # the orphaned agent edits, then exits
-    wait_until(lambda: gone(orphan["pid"]), "the orphaned agent to exit")
-    worktree = tmp_path / "wt" / agent
+    wait_until(lambda: gone(agent_process["pid"]), "the agent to die with its runner")
     first_branch = f"projektor/{first['id']}-interrupted"
     assert git(worktree, "branch", "--show-current") == first_branch
     assert git(worktree, "status", "--porcelain") == "?? src/wip.py"
