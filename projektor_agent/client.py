@@ -4,6 +4,7 @@ retries with backoff only where repeating a call cannot do anything twice."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -122,6 +123,8 @@ def answer_error(
     """The server's error answer as the command's error, with a sentence that names
     the holder, the limit or the blocker."""
     detail = describe(body) or f"HTTP {status} from {method} {url}"
+    if status == 404 and detail.rstrip(".") in ("Not found", "not_found"):
+        detail = missing(url) or detail
     if status in REFUSALS:
         return Refused(detail, body=body, http_status=status)
     if status == 429 or status >= 500:
@@ -136,6 +139,17 @@ def answer_error(
             http_status=status,
         )
     return UsageError(detail, body=body, http_status=status)
+
+
+def missing(url: str) -> str | None:
+    """What a bare 404 ("Not found.", the server's answer to ``GET /issues/9/``) is
+    about, said as the other calls say it: "Issue 9 does not exist."."""
+    path = urllib.parse.urlsplit(url).path
+    found = re.search(r"/([a-z-]+?)s?/(\d+)/(?:[a-z-]+/)*$", path)
+    if found is None:
+        return None
+    thing = found.group(1).replace("-", " ").capitalize()
+    return f"{thing} {found.group(2)} does not exist."
 
 
 def for_issue(error: CommandError, issue: int) -> CommandError:

@@ -165,10 +165,24 @@ def lost_because(event: dict[str, Any]) -> str | None:
     reason = data.get("reason")
     if reason not in LOST_REASONS:
         return None
-    by = data.get("by") or {}
-    taker = f" by agent {by.get('agent')} (session {by.get('session')})" if by else ""
+    taker = actor_name(data.get("by") or {})
     what = "lease" if event.get("type") == "lease.released" else "file claims"
-    return f"its {what} went to another session: released {reason}{taker}"
+    return f"its {what} went to another session: released {reason}" + (
+        f" by {taker}" if taker else ""
+    )
+
+
+def actor_name(by: dict[str, Any]) -> str:
+    """Who took the work, by name: an operator, an agent (with its session), a key;
+    empty when the event does not say."""
+    if by.get("operator"):
+        return f"operator {by['operator']}"
+    if by.get("agent"):
+        session = f" (session {by['session']})" if by.get("session") else ""
+        return f"agent {by['agent']}{session}"
+    if by.get("key"):
+        return f"key {by['key']}"
+    return f"session {by['session']}" if by.get("session") else ""
 
 
 class Child:

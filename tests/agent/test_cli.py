@@ -125,6 +125,16 @@ def test_an_agent_command_that_cannot_run_is_exit_2_before_anything_is_taken(
     assert api.get("/events/")["events"] == before  # no session, lease, run or message
 
 
+def test_every_subcommand_says_the_same_of_an_issue_that_does_not_exist(projektor, repo):
+    said = "projektor: Issue 999999 does not exist."
+    agent = unique("orion")
+    shown = projektor("show", "999999", cwd=repo, agent=agent)
+    started = projektor("start", "999999", cwd=repo, agent=agent)
+    run = projektor("run", "--issue", "999999", "--", "true", cwd=repo, agent=agent)
+    for done in (shown, started, run):
+        assert done.returncode == 2 and said in done.stderr.splitlines(), done.stderr
+
+
 def test_run_without_work_or_command_is_a_usage_error(projektor, repo):
     assert projektor("run", "--next", cwd=repo, agent="x").returncode == 2
     assert projektor("run", "--", "true", cwd=repo, agent="x").returncode == 2

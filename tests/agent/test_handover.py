@@ -17,8 +17,7 @@ from tests.agent.conftest import (
     unique,
     wait_until,
 )
-from tests.agent.test_lost_work import gone
-from tests.agent.test_runner import control_dir, started
+from tests.agent.test_runner import control_dir, gone, started
 
 
 class CheckoutWatch:

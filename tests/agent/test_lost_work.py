@@ -2,21 +2,11 @@
 closed, its claims taken by force, its lease reclaimed while the server was away;
 and a child that ignores SIGTERM is killed after the grace period."""
 
-import os
 import signal
 
+from projektor_agent.supervise import lost_because
 from tests.agent.conftest import TTL, agent_command, read_json, unique, wait_until
-from tests.agent.test_runner import control_dir, started
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A zombie until its parent reaps it: dead as far as work goes.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+from tests.agent.test_runner import control_dir, gone, started
 
 
 def test_closing_the_issue_stops_the_agent_and_nothing_is_handed_in(api, projektor, repo, tmp_path):
@@ -98,3 +88,20 @@ def test_a_server_gone_past_the_ttl_then_the_work_reclaimed_stops_the_agent(
     assert runner.wait() == 1
     assert "expired" in runner.stderr
     assert (control / "terminated").exists()
+
+
+def test_who_took_the_work_is_named_as_the_event_names_them():
+    """An operator by name, an agent by name with its session, a key by name: never
+    "agent None (session None)"."""
+    from coordination.services.events import holder
+    from coordination.services.operators import by_operator
+
+    def said(by):
+        data = {"reason": "overridden", **({"by": by} if by is not None else {})}
+        return lost_because({"type": "lease.released", "data": data})
+
+    lost = "its lease went to another session: released overridden"
+    assert said(by_operator("admin")) == f"{lost} by operator admin"
+    assert said(holder(14, "coder-2")) == f"{lost} by agent coder-2 (session 14)"
+    assert said({"session": None, "agent": None, "key": "ci-bot"}) == f"{lost} by key ci-bot"
+    assert said(None) == lost
