@@ -5,9 +5,10 @@ of a busy moment. Left alone they would heartbeat never again and show stalled, 
 dead, within two minutes of ``make run``, though nothing went wrong. So the fleet takes
 them over through the API, as a runner keeps its agent's protocol: it heartbeats each
 within the TTL, reports progress within the stall threshold, and after a span of work
-hands the issue in (``finish_work`` with a report: in review, for the reviewer) and the
-session ends; what it could not hand in (its lease taken meanwhile) it ends, releasing
-``agent_ended``. At the fleet's stop the rest end the same way.
+hands the issue in (its running run finished, then ``finish_work`` with a report: in
+review, for the reviewer) and the session ends; what it could not hand in (its lease
+taken meanwhile) it ends, releasing ``agent_ended``. At the fleet's stop the rest end
+the same way.
 """
 
 from __future__ import annotations
@@ -104,6 +105,16 @@ class SeededWork:
             carried.next_progress = now + self.progress_every
 
     def hand_in(self, carried: Carried) -> None:
+        # Its run first, as a runner finishes it: else ending the session cancels it.
+        runs = self.api.get(f"/runs/?status=running&session={carried.session}", label="/runs/")
+        if runs is not None and runs.ok:
+            rows = runs.body["results"] if isinstance(runs.body, dict) else runs.body
+            for run in rows:
+                self.api.post(
+                    f"/runs/{run['id']}/finish/",
+                    {"outcome": "succeeded"},
+                    label="/runs/{id}/finish/",
+                )
         if carried.issue is not None:
             finished = self.api.post(
                 "/work/finish/",

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from coordination.liveness import live_q, stalled_q
-from coordination.models import AgentSession, Issue, IssueLease, Workspace
+from coordination.models import AgentSession, Issue, IssueLease, Run, Workspace
 from demo import access, world
 from demo.fleet.context import FleetConfig, FleetContext
 from demo.fleet.plan import Pacing
@@ -32,6 +32,9 @@ def test_the_seeds_live_sessions_make_progress_then_hand_their_work_in(live_serv
         ).values_list("session_id", "issue_id")
     )
     assert held, "the seed leaves live sessions holding issues"
+    running = list(
+        Run.objects.filter(session__in=held, status="running").values_list("pk", flat=True)
+    )
     config = FleetConfig(
         url=live_server.url,
         key=access.fresh_key(workspace, access.FLEET_KEY_NAME),
@@ -64,6 +67,8 @@ def test_the_seeds_live_sessions_make_progress_then_hand_their_work_in(live_serv
     issues = Issue.objects.filter(pk__in=held.values())
     assert {issue.status for issue in issues} == {Issue.Status.IN_REVIEW}
     assert all(issue.report and issue.report["summary"] for issue in issues)
+    # The runs they had going finished, as a runner finishes them, not cancelled.
+    assert {run.status for run in Run.objects.filter(pk__in=running)} <= {"succeeded"}
     assert context.record.counts["seeded handed in"] == len(held)
     assert not context.tally.server_errors()
 
