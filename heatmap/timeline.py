@@ -3,6 +3,8 @@ other issues met on it, newest first.
 
 Pure: rows in, entries out. An entry is a list of parts, each plain text or a link
 (an issue, an agent, a path), so the template escapes everything and links what it names.
+Who did something is said as everywhere else (``coordination.actors``): an agent by
+its name (a link), a person as ``operator <username>``, a key as ``key <name>``.
 """
 
 from collections.abc import Callable
@@ -10,16 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from coordination import actors
+from coordination.actors import Actor
 from coordination.models import ClaimConflict, Event
 from heatmap.story import IssueStory
 
-REASONS = {
+# "<Lease|Claims> of <holder> <how it was released>", with the reason as recorded.
+RELEASED = {
     "released": "released",
-    "agent_ended": "ended cleanly with its session",
-    "expired": "expired: its holder stopped heartbeating",
-    "overridden": "overridden",
-    "issue_closed": "issue closed",
-    "worktree_unresolved": "worktree unresolved",
+    "agent_ended": "released agent_ended (its session ended cleanly)",
+    "expired": "released expired (its holder stopped heartbeating)",
+    "overridden": "released overridden",
+    "issue_closed": "released issue_closed (the issue was closed)",
+    "worktree_unresolved": "released worktree_unresolved (its run had no worktree)",
+    "max_age": "released max_age (past its project's lease age cap)",
 }
 # The colour of an entry's tag: trouble red, progress blue, the rest grey.
 TONE = {
@@ -70,6 +76,13 @@ def agent_part(name: str | None, links: Links, fallback: str = "someone") -> Par
     return Part(name, links.agent(name)) if name else Part(fallback)
 
 
+def actor_part(actor: Actor, links: Links, *, first: bool = False) -> Part:
+    """Who did it: an agent links to its page; ``first`` opens a sentence."""
+    if actor.kind == "agent":
+        return Part(actor.name, links.agent(actor.name))
+    return Part(actor.at_sentence_start if first else actor.words)
+
+
 def issue_part(issue_id: int | None, title: str, links: Links) -> Part:
     if issue_id is None:
         return Part("an issue")
@@ -87,13 +100,22 @@ def path_parts(paths: list[str], links: Links, *, limit: int = 8) -> list[Part]:
     return parts
 
 
-def taker(by: dict[str, Any] | None, links: Links) -> list[Part]:
-    """``data.by`` of a release: the agent (or operator) that took it."""
+def taker(reason: str, by: dict[str, Any] | None, links: Links) -> list[Part]:
+    """``data.by`` of a release: who took it; a dead holder's was taken over."""
     if not by:
         return []
-    if by.get("operator"):
-        return [Part(f" by operator {by['operator']}")]
-    return [Part(" by "), agent_part(by.get("agent"), links, "a claimer without a session")]
+    actor = actors.of_taker(by)
+    unnamed = actor.kind == "unknown"  # a claim of no session took it
+    who = Part("a claimer without a session") if unnamed else actor_part(actor, links)
+    return [Part("; taken over by " if reason == "expired" else " by "), who]
+
+
+def released(what: str, holder: Part, data: dict[str, Any], links: Links) -> list[Part]:
+    """``Lease of oldie released expired (its holder stopped heartbeating); taken over
+    by newbie``."""
+    reason = str(data.get("reason", ""))
+    how = RELEASED.get(reason, f"released {reason}")
+    return [Part(f"{what} of "), holder, Part(f" {how}"), *taker(reason, data.get("by"), links)]
 
 
 # How a link reads between its two issues ("#3 blocks #4").
@@ -105,45 +127,39 @@ LINK_VERBS = {
 }
 
 
-def by_agent(event: Event, links: Links) -> list[Part]:
-    """ " by <agent>", or nothing when no agent made the change (a person's key)."""
-    return [Part(" by "), agent_part(event.agent.name, links)] if event.agent else []
+def by_actor(event: Event, links: Links) -> list[Part]:
+    """ " by <who>", or nothing when the event did not record who."""
+    actor = actors.of_event(event)
+    return [Part(" by "), actor_part(actor, links)] if actor.kind != "unknown" else []
 
 
 def describe(event: Event, story: IssueStory, links: Links) -> Entry:
     data: dict[str, Any] = event.data or {}
-    actor = agent_part(event.agent.name if event.agent else None, links, "someone (no agent)")
+    who = actors.of_event(event)
+    actor, first = actor_part(who, links), actor_part(who, links, first=True)
+    # A release's event names the holder that lost it, not who released it.
+    holder = agent_part(event.agent.name if event.agent else None, links, "a holder with no agent")
     kind = event.type
     parts: list[Part]
     detail = ""
     if kind == "issue.created":
-        parts = [Part("Created")]
+        parts = [Part("Created"), *by_actor(event, links)]
     elif kind == "issue.transitioned":
         parts = [Part(f"Moved from {data.get('from')} to {data.get('to')}"), Part(" by "), actor]
     elif kind == "lease.granted":
         parts = [Part("Leased by "), actor, Part(f" (fence {data.get('fence')})")]
     elif kind == "lease.released":
-        reason = str(data.get("reason", ""))
-        parts = [
-            Part("Lease of "),
-            actor,
-            Part(f" released: {REASONS.get(reason, reason)}"),
-            *taker(data.get("by"), links),
-        ]
+        parts = released("Lease", holder, data, links)
     elif kind == "claims.granted":
-        parts = [actor, Part(" claimed "), *path_parts(list(data.get("paths", [])), links)]
+        parts = [first, Part(" claimed "), *path_parts(list(data.get("paths", [])), links)]
     elif kind == "claims.released":
-        reason = str(data.get("reason", ""))
         parts = [
-            Part("Claims of "),
-            actor,
-            Part(f" released ({REASONS.get(reason, reason)}"),
-            *taker(data.get("by"), links),
-            Part("): "),
+            *released("Claims", holder, data, links),
+            Part(": "),
             *path_parts(list(data.get("paths", [])), links),
         ]
     elif kind == "claims.refused":
-        parts = [actor, Part(" was refused: ")]
+        parts = [first, Part(" was refused: ")]
         for index, conflict in enumerate(data.get("conflicts", [])[:8]):
             if index:
                 parts.append(Part("; "))
@@ -157,7 +173,7 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
             ]
     elif kind == "wip.denied":
         parts = [
-            actor,
+            first,
             Part(f" was refused the lease: the project is at its WIP cap ({data.get('limit')})"),
         ]
     elif kind in ("run.dispatched", "run.finished", "run.not_started"):
@@ -180,7 +196,7 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
             detail = run.error_detail if run is not None else ""
     elif kind == "message.posted":
         message = story.messages.get(data.get("message"))  # type: ignore[arg-type]
-        parts = [actor, Part(f" posted to {data.get('scope')}")]
+        parts = [first, Part(f" posted to {data.get('scope')}")]
         detail = message.body if message is not None else "(message deleted)"
     elif kind in ("issue.linked", "issue.unlinked"):
         parts = [
@@ -188,7 +204,7 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
             issue_part(data.get("source"), "", links),
             Part(f" {LINK_VERBS.get(str(data.get('type')), data.get('type'))} "),
             issue_part(data.get("target"), "", links),
-            *by_agent(event, links),
+            *by_actor(event, links),
         ]
     elif kind == "issue.unblocked":
         resolved_by = data.get("resolved_by")

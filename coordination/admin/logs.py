@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from coordination import actors
 from coordination import models as m
 from coordination.admin import display
 from coordination.admin.state import StateAdmin
@@ -119,11 +120,13 @@ class EventAdmin(AppendOnlyAdmin):
 
     project_key = display.clipped("project.key", 12, description="project")
 
-    @admin.display(description="session", ordering="session_id")
+    @admin.display(description="who", ordering="session_id")
     def who(self, obj: m.Event) -> str:
-        agent = obj.agent.name if obj.agent is not None else ""
+        """The actor in the pages' words (``coordination.actors``), and its session."""
+        actor = actors.of_event(obj)
+        named = actor.words if actor.kind != "unknown" else ""
         session = f"session {obj.session_id}" if obj.session_id else ""
-        return " · ".join(part for part in (agent, session) if part) or "—"
+        return " · ".join(part for part in (named, session) if part) or "—"
 
     @admin.display(description="data")
     def summary(self, obj: m.Event) -> SafeString | str:

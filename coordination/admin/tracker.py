@@ -217,7 +217,7 @@ class MessageAdmin(admin.ModelAdmin):
         with events.change():
             super().save_model(request, obj, form, change)
             if not change:
-                announce_message(obj)
+                announce_message(obj, operator=request.user.get_username())
 
     @admin.display(description="body")
     def excerpt(self, obj: m.Message) -> str:

@@ -190,6 +190,8 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
             by_human=is_human(request),
             report=dict(data["report"]) if "report" in data else None,
             author=access.author_of(key_of(request)),
+            operator=request.user.get_username() if is_human(request) else None,
+            key=key_of(request),
         )
         return self.render_issue(issue.pk)
 

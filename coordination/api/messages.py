@@ -47,5 +47,6 @@ class MessageViewSet(FilteredListViewSet):
             body=data["body"],
             session_id=data.get("session"),
             author=access.author_of(key_of(request)),
+            key=key_of(request),
         )
         return Response(MessageSerializer(message).data, status=status.HTTP_201_CREATED)

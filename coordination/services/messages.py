@@ -5,10 +5,12 @@ instead of a post nobody will ever read."""
 import re
 from collections.abc import Sequence
 
+from coordination import actors
 from coordination.errors import InvalidInput, NotFound
 from coordination.models import (
     Agent,
     AgentSession,
+    ApiKey,
     EventType,
     Issue,
     Message,
@@ -75,9 +77,11 @@ def post_message(
     body: str,
     session_id: int | None = None,
     author: Agent | None = None,
+    key: ApiKey | None = None,
 ) -> Message:
     """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given, else
-    by ``author`` (an agent key's agent: invariant 13, the key is the actor)."""
+    by ``author`` (an agent key's agent: invariant 13, the key is the actor), else by
+    ``key`` (a key that names no agent: its name, in the post's event)."""
     session = lookups.get_session(workspace, session_id) if session_id is not None else None
     return record_message(
         workspace=workspace,
@@ -85,6 +89,7 @@ def post_message(
         body=check_body(body),
         session=session,
         author=author,
+        key=key,
     )
 
 
@@ -95,10 +100,13 @@ def record_message(
     body: str,
     session: AgentSession | None,
     author: Agent | None = None,
+    operator: str | None = None,
+    key: ApiKey | None = None,
 ) -> Message:
     """Write a post whose scope and body the caller has already checked, and announce
     it (``message.posted``, naming the scope's issue or project when it has one). The
-    author is the session's agent, else ``author``."""
+    author is the session's agent, else ``author``; a post no agent signs names the
+    person (``operator``) or the key that made it in its event (``coordination.actors``)."""
     with events.change():
         message = Message.objects.create(
             workspace=workspace,
@@ -107,13 +115,16 @@ def record_message(
             session=session,
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
         )
-        announce_message(message)
+        announce_message(message, operator=operator, key=key)
     return messages(workspace).get(pk=message.pk)
 
 
-def announce_message(message: Message) -> None:
+def announce_message(
+    message: Message, *, operator: str | None = None, key: ApiKey | None = None
+) -> None:
     """``message.posted``, naming the scope's issue or project when it has one (the
-    admin's add form announces its posts too). Inside ``events.change()``."""
+    admin's add form announces its posts too), and who posted it. Inside
+    ``events.change()``."""
     kind, _, target = message.scope.partition(":")
     events.record(
         message.workspace_id,
@@ -122,7 +133,8 @@ def announce_message(message: Message) -> None:
         issue_id=int(target) if kind == "issue" and ISSUE_ID.fullmatch(target) else None,
         session_id=message.session_id,
         agent_id=message.agent_id,
-        data={"message": message.pk, "scope": message.scope},
+        data={"message": message.pk, "scope": message.scope}
+        | actors.recorded(agent_known=message.agent_id is not None, operator=operator, key=key),
     )
 
 

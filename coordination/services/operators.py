@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from coordination import actors
 from coordination.errors import CoordinationError, InvalidTransition
 from coordination.liveness import stalled_q
 from coordination.models import (
@@ -36,9 +37,14 @@ class Outcome:
     refused: list[str] = field(default_factory=list)
 
 
-def tell_issue(issue: Issue, body: str) -> None:
+def tell_issue(issue: Issue, body: str, *, operator: str) -> None:
+    """Post to the issue, as the operator who changed it."""
     messages.record_message(
-        workspace=issue.workspace, scope=messages.issue_scope(issue.pk), body=body, session=None
+        workspace=issue.workspace,
+        scope=messages.issue_scope(issue.pk),
+        body=body,
+        session=None,
+        operator=operator,
     )
 
 
@@ -69,8 +75,9 @@ def force_release_leases(*, leases: QuerySet[IssueLease], operator: str) -> Outc
                 continue
             tell_issue(
                 lease.issue,
-                f"Operator {operator} force-released the lease of {holder_name(lease)} "
-                f"on issue {lease.issue_id}.",
+                f"{actors.operator(operator).at_sentence_start} force-released the lease of "
+                f"{holder_name(lease)} on issue {lease.issue_id}.",
+                operator=operator,
             )
         outcome.done.append(f"lease {lease.pk} on issue {lease.issue_id}")
     return outcome
@@ -102,9 +109,9 @@ def force_release_file_claims(*, claims: QuerySet[FileClaim], operator: str) -> 
             if released:
                 tell_issue(
                     issue,
-                    f"Operator {operator} force-released file claims of issue {issue_id}: "
-                    + ", ".join(released)
-                    + ".",
+                    f"{actors.operator(operator).at_sentence_start} force-released file claims "
+                    f"of issue {issue_id}: " + ", ".join(released) + ".",
+                    operator=operator,
                 )
         outcome.done += [f"{path} (issue {issue_id})" for path in released]
     return outcome
@@ -116,7 +123,8 @@ def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str
     outcome = Outcome()
     for lock in locks.select_related("worktree", "run__issue__workspace").order_by("pk"):
         name = f"lock on worktree {lock.worktree.slug}"
-        reason = f"Worktree {lock.worktree.slug!r} was force-released by operator {operator}."
+        by = actors.operator(operator).words
+        reason = f"Worktree {lock.worktree.slug!r} was force-released by {by}."
         with events.change():
             # The run before its lock: the order finish_run takes them in (locking).
             cancelled = lock.run_id is not None and bool(
@@ -132,6 +140,7 @@ def force_release_worktree_locks(*, locks: QuerySet[WorktreeLock], operator: str
                 tell_issue(
                     lock.run.issue,
                     reason + (f" Run {lock.run_id} was cancelled." if cancelled else ""),
+                    operator=operator,
                 )
         outcome.done.append(name + (f" (run {lock.run_id} cancelled)" if cancelled else ""))
     return outcome
@@ -172,10 +181,12 @@ def end_stalled_sessions(*, sessions: QuerySet[AgentSession], operator: str) -> 
             messages.record_message(
                 workspace=session.workspace,
                 scope=f"agent:{session.agent.name}",
-                body=f"{operator} ended your session {session.pk}: it made no progress since "
+                body=f"{actors.operator(operator).at_sentence_start} ended your session "
+                f"{session.pk}: it made no progress since "
                 f"{session.last_progress_at:%Y-%m-%d %H:%M} UTC. What it held ({holding}) "
                 "was released agent_ended; register a new session to go on.",
                 session=None,
+                operator=operator,
             )
         outcome.done.append(label)
     return outcome
@@ -228,7 +239,8 @@ def send_back_issues(*, issues: QuerySet[Issue], note: str, operator: str) -> Ou
                         by_human=True,
                         operator=operator,
                     )
-                tell_issue(issue, f"Sent back by {operator}: {note}")
+                by = actors.operator(operator).words
+                tell_issue(issue, f"Sent back by {by}: {note}", operator=operator)
         except CoordinationError as error:
             outcome.refused.append(f"#{issue.pk}: {error.detail}")
         else:

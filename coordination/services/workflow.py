@@ -2,10 +2,12 @@
 
 from typing import Any
 
+from coordination import actors
 from coordination.errors import Forbidden, InvalidTransition
 from coordination.models import (
     Agent,
     AgentSession,
+    ApiKey,
     EventType,
     Issue,
     IssueLease,
@@ -130,12 +132,14 @@ def transition_issue(
     author: Agent | None = None,
     session: AgentSession | None = None,
     operator: str | None = None,
+    key: ApiKey | None = None,
 ) -> Issue:
     """Move the issue; closing it releases its lease and file claims ``issue_closed``.
 
     The mover is ``session`` (start_work, finish_work) and its agent, else ``author``
     (an agent key's agent), else a person (``operator``, their username, when the
-    page or the admin knows it): the event names whichever it is. A
+    page or the admin knows it), else ``key`` (a key that names no agent, by its
+    name): the event names whichever it is (``coordination.actors``). A
     ``report`` is recorded on the issue and posted to it, signed by the mover;
     entering ``in_review`` or ``done`` needs one if the issue was ever leased
     (``missing: ["report"]``).
@@ -151,7 +155,10 @@ def transition_issue(
             issue_id=issue.pk,
             session_id=session.pk if session is not None else None,
             agent_id=session.agent_id if session is not None else getattr(author, "pk", None),
-            data={"from": issue.status, "to": to} | ({"operator": operator} if operator else {}),
+            data={"from": issue.status, "to": to}
+            | actors.recorded(
+                agent_known=session is not None or author is not None, operator=operator, key=key
+            ),
         )
         graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 16)
         issue.status = to
@@ -167,6 +174,8 @@ def transition_issue(
                 body=report_message(report),
                 session=session,
                 author=author,
+                operator=operator,
+                key=key,
             )
         if to in Issue.CLOSED_STATUSES:
             leases.release_issue_leases(issue=issue, reason=ReleaseReason.ISSUE_CLOSED)

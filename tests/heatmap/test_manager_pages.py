@@ -74,7 +74,7 @@ def test_sending_back_returns_the_issue_to_the_queue_with_the_note(member, works
         ("todo", "alice"),
     ]
     [message] = Message.objects.filter(scope=f"issue:{issue.pk}")
-    assert message.body == "Sent back by alice: The test is flaky."
+    assert message.body == "Sent back by operator alice: The test is flaky."
     page = member.get(page_of(workspace, issue)).content.decode()
     assert "The test is flaky." in page
 

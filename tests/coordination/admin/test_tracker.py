@@ -96,5 +96,10 @@ def test_an_issue_and_a_message_added_here_are_announced(operator, workspace, pr
     message = m.Message.objects.get()
     assert [(e.type, e.project_id, e.issue_id, e.data) for e in m.Event.objects.order_by("pk")] == [
         ("issue.created", project.pk, issue.pk, {}),
-        ("message.posted", project.pk, issue.pk, {"message": message.pk, "scope": message.scope}),
+        (  # the operator who added it: no agent signs it
+            "message.posted",
+            project.pk,
+            issue.pk,
+            {"message": message.pk, "scope": message.scope, "operator": "ops"},
+        ),
     ]
