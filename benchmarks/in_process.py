@@ -12,8 +12,9 @@ has between one client's calls.
 What it shows beside the reference calls: the app's own CPU with no HTTP server, and
 what a pause costs the same code. After a pause the processor resumes with caches and
 predictors that other work has used meanwhile; on this project's shared 2-core machine
-that adds 0.1 to 0.2 ms to a call (docs/speed.md, "What a pause costs, and where the
-issue stands"). A reference call is roughly the floor plus the paused figure.
+that adds 0.1 to 0.2 ms to a call
+(docs/speed.md, "The interpreter and the server's floor").
+A reference call is roughly the floor plus the paused figure.
 
 Input on stdin (JSON): the bench workspace's ``raw_key``, an ``agent`` name, the
 ``issue`` to claim paths for, and ``repetitions``; output on stdout (JSON): for each
