@@ -43,15 +43,15 @@ def worktree_setting(workdir: Path) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def ours(workdir: Path) -> Path | None:
+def armed_hooks(workdir: Path) -> Path | None:
     """Our hooks directory, when the worktree is armed with it (now or by a killed runner)."""
-    ours = own_git_dir(workdir) / HOOKS_DIR
-    if worktree_setting(workdir) != str(ours):
+    hooks = own_git_dir(workdir) / HOOKS_DIR
+    if worktree_setting(workdir) != str(hooks):
         return None
-    pre_commit = ours / "pre-commit"
+    pre_commit = hooks / "pre-commit"
     if not pre_commit.is_file() or MARK not in pre_commit.read_text(errors="replace"):
         return None
-    return ours
+    return hooks
 
 
 def arm(workdir: Path, guard: bytes) -> Path:
@@ -69,12 +69,8 @@ def arm(workdir: Path, guard: bytes) -> Path:
     for hook in sorted(before.iterdir()) if before.is_dir() else []:
         if hook.name != "pre-commit" and runnable(hook):
             write_hook(hooks / hook.name, f'exec {shlex.quote(str(hook))} "$@"\n')
-    if (
-        gitops.git(
-            "config", "--bool", "--get", "extensions.worktreeConfig", cwd=workdir, check=False
-        ).stdout.strip()
-        != "true"
-    ):
+    extension = ("config", "--bool", "--get", "extensions.worktreeConfig")
+    if gitops.git(*extension, cwd=workdir, check=False).stdout.strip() != "true":
         # Read by git only to find config.worktree files: inert for everything else, and
         # left set (another runner's worktree may be armed through it meanwhile).
         gitops.git("config", "extensions.worktreeConfig", "true", cwd=workdir)
@@ -86,7 +82,7 @@ def disarm(workdir: Path) -> bool:
     """The worktree's hooks as they were before it was armed; False when it was not."""
     if gitops.toplevel(workdir) is None:
         return False
-    hooks = ours(workdir)
+    hooks = armed_hooks(workdir)
     if hooks is None:
         return False
     previous_file = hooks / PREVIOUS
