@@ -268,7 +268,10 @@ def test_the_readme_links_every_guide_and_stays_short():
     readme = ROOT / "README.md"
     linked = {(readme.parent / link.target.partition("#")[0]).resolve() for link in links(readme)}
     assert set(DOCS.values()) <= linked, "a guide in docs/ that the README does not link"
-    assert readme.read_text(encoding="utf-8").count("\n") <= 300
+    # A five-minute read: the details are the guides'.
+    text = readme.read_text(encoding="utf-8")
+    assert text.count("\n") <= 160
+    assert len(text.split()) <= 1200
 
 
 def test_every_citation_in_the_documents_resolves():
