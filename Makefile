@@ -63,7 +63,7 @@ key: install
 	@$(DEMO_ENV) $(BIN)/python manage.py create_api_key $(WS) $(KEY_ARGS)
 
 # Production: on DATABASE_URL (SQLite by default), with SECRET_KEY, ALLOWED_HOSTS, ...
-# set (README, "Operations"). Every step, in this order: static files, migrations,
+# set (docs/operations.md, "Serving it"). Every step, in this order: static files, migrations,
 # then the servers; gunicorn reads gunicorn.conf.py and refuses to start on a failed check.
 serve: install
 	$(BIN)/python manage.py collectstatic --noinput -v0

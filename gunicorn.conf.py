@@ -1,7 +1,7 @@
 """gunicorn's settings for Projektor: `make serve` runs `gunicorn projektor.wsgi` with
 them (gunicorn reads ./gunicorn.conf.py by itself; command-line flags win).
 
-The bench's best (README, "Speed"): gthread workers, 2 × cores + 1 of them, 4
+The bench's best (docs/speed.md, "The fleet bench"): gthread workers, 2 × cores + 1 of them, 4
 threads each, connections kept alive for the agents. Before the workers start, the
 deployment checks run (static files collected: ``projektor.operations.checks``), and
 request metrics go to one directory that every worker writes and any worker's

@@ -136,8 +136,8 @@ def test_text_lines_are_readable():
 
 
 def test_a_request_log_line_costs_microseconds(tmp_path):
-    """What the log adds to a request (README, "Operations"): formatting and writing
-    one JSON line. Printed, not asserted: the machine is shared."""
+    """What the log adds to a request (docs/operations.md, "Health, metrics, logs"):
+    formatting and writing one JSON line. Printed, not asserted: the machine is shared."""
     logger = logging.getLogger("cost-probe")
     logger.propagate = False
     stream = (tmp_path / "log").open("w")

@@ -6,7 +6,7 @@ one moment, never a torn file (copying the file itself could be, and would miss
 what is still in the -wal file). The copy is written beside FILE, checked with
 ``PRAGMA integrity_check``, and only then renamed to FILE.
 
-PostgreSQL is backed up with its own tools (README, "Operations": ``pg_dump``).
+PostgreSQL is backed up with its own tools, ``pg_dump`` (docs/operations.md, "Backups").
 """
 
 import os
@@ -31,7 +31,7 @@ class Command(BaseCommand):
         if connection.vendor != "sqlite":
             raise CommandError(
                 f"backup copies SQLite databases; this one is {connection.vendor}: "
-                "use pg_dump (README, Operations)."
+                "use pg_dump (docs/operations.md, Backups)."
             )
         if target.exists():
             raise CommandError(f"{target} exists already: name a new file.")
