@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from projektor_agent import gitops, worktree_hooks
+from projektor_agent.context import RunContext, Unit
 from projektor_agent.errors import UsageError
 from projektor_agent.output import say, warn
 
@@ -17,10 +18,10 @@ RUNNER_DIR = ".projektor"
 EXCLUDES = ("/.projektor/",)
 
 
-def arm(work: Any) -> None:
-    """``work``'s checkout armed: the issue's text for the agent, the guard, the hooks,
-    the environment (``work`` is a UnitWork)."""
-    unit, workdir = work.unit, work.unit.workdir
+def arm(context: RunContext, unit: Unit) -> None:
+    """``unit``'s checkout armed: the issue's text for the agent, the guard, the hooks,
+    the environment (``unit.env``)."""
+    workdir = unit.workdir
     assert workdir is not None
     (workdir / RUNNER_DIR).mkdir(exist_ok=True)
     (workdir / RUNNER_DIR / "issue.md").write_text(issue_text(unit.issue), encoding="utf-8")
@@ -30,38 +31,38 @@ def arm(work: Any) -> None:
             worktree_hooks.arm(workdir, guard_script())  # this worktree's alone, until disarm
         except (gitops.GitError, OSError) as error:
             warn(f"the pre-commit guard could not be armed in {workdir}: {error}")
-    if work.args.hooks == "claude-code":
+    if context.options.hooks == "claude-code":
         from projektor_agent import hook
 
         hook.install_claude_code(workdir)
-    config = work.client.config
+    config = context.client.config
     unit.env = {
         **os.environ,
         "PROJEKTOR_URL": config.url,
         "PROJEKTOR_API_KEY": config.api_key,
-        "PROJEKTOR_AGENT": work.runner.agent,
+        "PROJEKTOR_AGENT": context.agent,
         "PROJEKTOR_SESSION": str(unit.session),
         "PROJEKTOR_ISSUE": str(unit.id),
         "PROJEKTOR_FENCE": "" if unit.fence is None else str(unit.fence),
         "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
         "PROJEKTOR_WORKTREE": str(workdir),  # the root the hook claims paths under
     }
-    if unit.branch is not None and work.runner.repo is not None:
+    if unit.branch is not None and context.repo is not None:
         # The hook's fresh base: what a claimed path is compared with and rebased onto.
-        unit.env["PROJEKTOR_BASE"] = gitops.upstream(work.runner.repo, str(unit.base))
+        unit.env["PROJEKTOR_BASE"] = gitops.upstream(context.repo, str(unit.base))
 
 
-def disarm(work: Any) -> None:
+def disarm(unit: Unit) -> None:
     """The guard armed by ``arm`` removed, the worktree's hooks as they were: at the
     end of every unit, whatever its end (invariant 19 (A runner's child never outlives
     its runner's right to work): what the runner installed is removed)."""
-    workdir = work.unit.workdir
+    workdir = unit.workdir
     if workdir is None:
         return
     try:
         worktree_hooks.disarm(workdir)
     except (gitops.GitError, OSError) as error:
-        warn(f"issue {work.unit.id}: could not remove the guard from {workdir}: {error}")
+        warn(f"issue {unit.id}: could not remove the guard from {workdir}: {error}")
 
 
 def uncommitted(workdir: Path) -> str | None:
@@ -74,20 +75,20 @@ def uncommitted(workdir: Path) -> str | None:
     return hashlib.sha256(f"{status}\0{diff}".encode()).hexdigest()
 
 
-def set_aside(work: Any, why: str) -> str | None:
+def set_aside(context: RunContext, unit: Unit, before: str | None, why: str) -> str | None:
     """A stopped agent's uncommitted work in a checkout the runner did not create, set
     aside with ``git stash`` (untracked files too) so that the next unit there starts
-    clean; only when the unit changed what is uncommitted there (a user's own edits
-    that were there before and stayed as they were are left alone). Returns where it
-    went, a sentence for the issue's message, or None."""
-    unit, workdir = work.unit, work.unit.workdir
-    if workdir is None or work.runner.worktrees is not None or work.uncommitted_before is None:
+    clean; only when the unit changed what is uncommitted there since ``before`` (a
+    user's own edits that were there before and stayed as they were are left alone).
+    Returns where it went, a sentence for the issue's message, or None."""
+    workdir = unit.workdir
+    if workdir is None or context.worktrees is not None or before is None:
         return None  # the runner's own worktrees keep it on the issue's branch instead
     try:
-        if uncommitted(workdir) in (None, work.uncommitted_before):
+        if uncommitted(workdir) in (None, before):
             return None
         reason = why.splitlines()[0][:120] if why else "stopped"
-        message = f"projektor: issue {unit.id}, uncommitted work of {work.runner.agent} ({reason})"
+        message = f"projektor: issue {unit.id}, uncommitted work of {context.agent} ({reason})"
         gitops.git("stash", "push", "--include-untracked", "-q", "-m", message, cwd=workdir)
         stash = gitops.git("rev-parse", "stash@{0}", cwd=workdir).stdout.strip()
     except (gitops.GitError, OSError) as error:

@@ -28,20 +28,27 @@ import signal
 import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from projektor_agent import commands, config, gitops
 from projektor_agent.client import Client, for_issue
+from projektor_agent.context import (
+    SKIPPED,
+    Events,
+    Interrupted,
+    Options,
+    RunContext,
+    SetupError,
+    Signals,
+    Unit,
+)
 from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
 from projektor_agent.output import emit, say, warn
-from projektor_agent.supervise import Child
-from projektor_agent.unit import SKIPPED, Interrupted, SetupError, Unit, UnitWork
+from projektor_agent.unit import UnitWork
 
 DEFAULT_TTL = 120.0
 QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
 QUEUE_WAIT_SECONDS = 25
-CATCH_UP_LIMIT = 1000
 OUTAGE_PAUSE_SECONDS = 5
 SETUP_PAUSE_SECONDS = 5
 # Refusals that mean "someone else has this one": with --next, take the next.
@@ -67,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.scan < 0:
         raise UsageError(f"--scan is {args.scan:g}: give seconds, or 0 for no periodic scan")
     command = resolved(command)  # before anything is taken: a typo takes no issue
-    return Runner(args, Client(config.load()), command).main()
+    return Runner(Options.parsed(args), Client(config.load()), command).main()
 
 
 def resolved(command: list[str]) -> list[str]:
@@ -96,61 +103,70 @@ def needs_files(issue: dict[str, Any]) -> bool:
 
 
 class Runner:
-    def __init__(self, args: argparse.Namespace, client: Client, command: list[str]) -> None:
-        self.args, self.client, self.command = args, client, command
+    """Takes issues one after another and works each as a unit (unit.UnitWork), handing
+    it the RunContext made once the agent and its worktrees are known."""
+
+    def __init__(self, options: Options, client: Client, command: list[str]) -> None:
+        self.options, self.client, self.command = options, client, command
         self.agent = ""
         self.repo: Path | None = None
         self.worktrees: Path | None = None
         self.worktree_slug: str | None = None
-        self.cursor = 0  # the newest event id seen
+        self.signals = Signals(options.grace)
+        self.events = Events(client, self.signals)
         self.skipped: set[int] = set()  # issues whose worktree could not be resolved
         # Issues this runner gave back, and until when (monotonic) other runners go first.
         self.gave_back: dict[int, float] = {}
         self.passed_over: set[int] = set()  # skipped by the next pass: a local setup failed
-        self.interrupts = 0
-        self.waiting = False  # in a long poll, which a signal may cut short
-        self.child: Child | None = None
-        self.child_lock = threading.Lock()
         self.outside_git = False  # the current directory is in no git repository
 
     @property
     def interrupted(self) -> bool:
-        return self.interrupts > 0
+        return self.signals.interrupted
 
     # --- the loop --------------------------------------------------------------------------
 
     def main(self) -> int:
         self.agent = commands.agent_of(self.client)
-        if self.args.worktrees:
-            self.prepare_worktrees(Path(self.args.worktrees).expanduser())
+        if self.options.worktrees:
+            self.prepare_worktrees(Path(self.options.worktrees).expanduser())
         elif gitops.toplevel(Path.cwd()) is None:
             self.outside_git = True
             say(
                 f"{Path.cwd()} is not in a git repository: only work that needs no files "
                 "(lock mode none) runs here; an issue that requires the filesystem is not taken"
             )
+        context = RunContext(
+            client=self.client,
+            agent=self.agent,
+            command=self.command,
+            options=self.options,
+            repo=self.repo,
+            worktrees=self.worktrees,
+            signals=self.signals,
+            events=self.events,
+        )
         previous = {
-            sig: signal.signal(sig, self.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+            sig: signal.signal(sig, self.signals.handle) for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            return self.loop()
+            return self.loop(context)
         except Interrupted:
-            return OK if self.args.loop else REFUSED
+            return OK if self.options.loop else REFUSED
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def loop(self) -> int:
+    def loop(self, context: RunContext) -> int:
         while True:
-            if self.interrupted:
-                raise Interrupted()
+            self.signals.check()
             try:
                 unit = self.take()
-                if unit is None and self.args.loop:
-                    self.wait_for_events(QUEUE_WAIT_TYPES, self.queue_wait())
+                if unit is None and self.options.loop:
+                    self.events.wait(QUEUE_WAIT_TYPES, self.queue_wait())
                     continue
             except Unreachable as error:
-                if not self.args.loop:
+                if not self.options.loop:
                     raise
                 # A loop outlives an outage: it tries again after a pause, not at once.
                 warn(f"{error.message}; trying again in {OUTAGE_PAUSE_SECONDS} s")
@@ -160,14 +176,15 @@ class Runner:
                 say("nothing to take: the ready queue has no issue this agent may start")
                 return REFUSED
             try:
-                status = UnitWork(self, unit).work()
+                status = UnitWork(context, unit).work()
             except SetupError as error:
-                if not self.args.loop:
+                if not self.options.loop:
                     raise
                 self.after_setup_error(unit, error)
                 continue
             if status == SKIPPED:
-                if self.args.next:
+                self.skipped.add(unit.id)  # with --next: other work, not this again
+                if self.options.next:
                     continue
                 status = REFUSED
             if status != OK:
@@ -175,8 +192,8 @@ class Runner:
                 # there); this runner takes it again only when no other did within a TTL.
                 self.gave_back[unit.id] = time.monotonic() + unit.ttl
             outcome = "handed_in" if status == OK else "not_handed_in"
-            emit(self.args.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
-            if not self.args.loop:
+            emit(self.options.json, {"issue": unit.id, "outcome": outcome, "exit_status": status})
+            if not self.options.loop:
                 return status
             if self.interrupted:
                 return OK
@@ -184,14 +201,14 @@ class Runner:
     def take(self) -> Unit | None:
         """Start the next issue: --issue N, or the first of the ready queue that no
         other runner took first (collisions avoided when the server says so)."""
-        if self.args.issue is not None:
-            if self.outside_git and needs_files(self.client.get(f"/issues/{self.args.issue}/")):
+        if self.options.issue is not None:
+            if self.outside_git and needs_files(self.client.get(f"/issues/{self.options.issue}/")):
                 raise UsageError(
-                    f"issue {self.args.issue} requires the filesystem, and {Path.cwd()} is not "
+                    f"issue {self.options.issue} requires the filesystem, and {Path.cwd()} is not "
                     "in a git repository: run projektor from a checkout of the repository "
                     "(nothing taken)"
                 )
-            return self.start(self.args.issue)
+            return self.start(self.options.issue)
         try:
             return self.take_from_queue()
         finally:
@@ -199,13 +216,12 @@ class Runner:
 
     def take_from_queue(self) -> Unit | None:
         """One pass down the ready queue, past the issues passed over."""
-        query = {"project": self.args.project}
+        query = {"project": self.options.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
         free = [i for i in ready if not i.get("collisions")]
         full: set[Any] = set()  # projects at their WIP limit: their other issues wait too
         for issue in free + [i for i in ready if i.get("collisions")]:
-            if self.interrupted:
-                raise Interrupted()
+            self.signals.check()
             if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
                 continue
             if issue.get("project") in full:
@@ -241,24 +257,18 @@ class Runner:
         back): other work after a pause, that issue not in the next pass of the queue
         (the one after it tries it again)."""
         warn(f"issue {unit.id}: {error.message}; other work in {SETUP_PAUSE_SECONDS} s")
-        emit(self.args.json, {"issue": unit.id, "outcome": "not_handed_in", "exit_status": 2})
+        emit(self.options.json, {"issue": unit.id, "outcome": "not_handed_in", "exit_status": 2})
         self.passed_over.add(unit.id)
-        self.waiting = True  # a signal ends the pause (and the loop) at once
-        try:
-            threading.Event().wait(SETUP_PAUSE_SECONDS)
-        finally:
-            self.waiting = False
-        if self.interrupted:
-            raise Interrupted()
+        self.signals.pause(SETUP_PAUSE_SECONDS)  # a signal ends it (and the loop) at once
         # The give-back's own events are no news of work: a wait for the queue that
         # follows is woken by later ones only.
         with contextlib.suppress(Unreachable):  # the next take says so, and waits
-            self.catch_up(QUEUE_WAIT_TYPES)
+            self.events.catch_up(QUEUE_WAIT_TYPES)
 
     def start(self, issue_id: int) -> Unit:
         body: dict[str, Any] = {"agent": self.agent, "issue": issue_id}
-        if self.args.paths:
-            body["paths"] = self.args.paths
+        if self.options.paths:
+            body["paths"] = self.options.paths
         if self.worktree_slug:
             body["worktree"] = self.worktree_slug
         try:
@@ -302,71 +312,3 @@ class Runner:
         except Refused as refused:  # an agent key may not create worktrees
             warn(f"could not register the worktree {slug}: {refused.message}")
         self.worktree_slug = slug
-
-    # --- waiting -----------------------------------------------------------------------------
-
-    def wait_for_events(self, types: str, seconds: float) -> None:
-        """Until an event of ``types`` after the newest one seen, or ``seconds``: a long
-        poll, never a sleep loop. Interrupted by SIGINT/SIGTERM."""
-        if self.interrupted:
-            raise Interrupted()
-        self.waiting = True
-        try:
-            if not self.cursor:
-                self.catch_up(types)
-            wait = int(max(1, min(seconds, 30)))
-            query = {"after": self.cursor, "type": types, "wait": wait}
-            page = self.client.get("/events/", query, timeout=wait + 20)
-        finally:
-            self.waiting = False
-        self.cursor = max(self.cursor, int(page.get("next") or 0))
-        if self.interrupted:
-            raise Interrupted()
-
-    def catch_up(self, types: str) -> None:
-        """Move the cursor to the newest event of ``types`` (once, at the start)."""
-        while True:
-            query = {"after": self.cursor, "type": types, "limit": CATCH_UP_LIMIT}
-            page = self.client.get("/events/", query)
-            self.cursor = max(self.cursor, int(page.get("next") or 0))
-            if len(page.get("events", [])) < CATCH_UP_LIMIT:
-                return
-
-    # --- the child and the signals -------------------------------------------------------
-
-    def spawn(self, work: UnitWork, command: list[str], cwd: str, env: dict[str, str]) -> Child:
-        with self.child_lock:
-            self.child = Child(command, cwd, env)
-            return self.child
-
-    def supervise(self, child: Child) -> int:
-        try:
-            return child.wait()
-        finally:
-            with self.child_lock:
-                self.child = None
-
-    def stop_child(self) -> None:
-        with self.child_lock:
-            if self.child is not None:
-                self.child.stop(self.args.grace)
-
-    def on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.interrupts += 1
-        name = signal.Signals(signum).name
-        with self.child_lock:
-            child = self.child
-        if child is None:
-            if self.interrupts == 1:
-                say(f"{name}: stopping")
-            if self.waiting:  # a long poll: leave it now; elsewhere the next check stops
-                self.waiting = False
-                raise Interrupted()
-            return
-        if self.interrupts == 1:
-            say(f"{name}: passed to the agent; it is given back when it exits ({name} again: now)")
-            child.send(signum)
-            child.stop_later(self.args.grace)
-        else:
-            say(f"{name} again: stopping the agent now")
-            child.send(signal.SIGKILL)

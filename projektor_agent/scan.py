@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from projektor_agent import gitops
-from projektor_agent.client import Client
+from projektor_agent.context import RunContext, Unit
 from projektor_agent.errors import CommandError, Refused
 from projektor_agent.output import say, warn
+from projektor_agent.supervise import Watch
 
 BATCH = 100  # the server's limit of paths per claim
 SETTLE_WAIT_TYPES = "claims.released,lease.released"
@@ -25,11 +26,12 @@ SETTLE_WAIT_SECONDS = 25
 
 
 class Scanner:
-    def __init__(self, work: Any) -> None:
-        self.work = work
-        self.client: Client = work.client
-        self.unit = work.unit
-        self.agent: str = work.runner.agent
+    """The claims of one unit, following what its agent changed."""
+
+    def __init__(self, context: RunContext, unit: Unit) -> None:
+        self.context, self.unit = context, unit
+        self.client = context.client
+        self.agent = context.agent
         self.known: set[str] = set()  # paths the issue holds, as far as seen
         self.conflicts: dict[str, dict[str, Any]] = {}  # path -> the other issue's claim
         self.unfresh: dict[str, list[str]] = {}  # path -> what the rebase conflicted in
@@ -39,9 +41,9 @@ class Scanner:
     @property
     def base(self) -> str | None:
         """What changes are counted from: the default branch, or the start commit."""
-        unit = self.unit
-        if self.work.runner.repo is not None and unit.branch is not None:
-            return gitops.upstream(self.work.runner.repo, str(unit.base))
+        unit, repo = self.unit, self.context.repo
+        if repo is not None and unit.branch is not None:
+            return gitops.upstream(repo, str(unit.base))
         return unit.base
 
     def scan(self, again: bool = True) -> list[str]:
@@ -210,28 +212,28 @@ class Scanner:
             )
         return "; ".join(parts) or None
 
-
-def settle(work: Any) -> str | None:
-    """The last scan before ``work``'s hand-in: None when every changed path is the
-    issue's; else, with --on-conflict wait, wait for the holders (on events) and scan
-    again; else why the hand-in cannot go ahead."""
-    scanner: Scanner = work.scanner
-    if not work.runner.cursor:
-        work.runner.catch_up(SETTLE_WAIT_TYPES)
-    waiting = False
-    while True:
-        try:
-            scanner.scan()
-        except (CommandError, OSError) as error:
-            said = getattr(error, "message", str(error))
-            warn(f"issue {work.unit.id}: the last scan could not claim: {said}")
-            return None
-        why = scanner.unresolved()
-        if why is None or work.watch.lost:
-            return None
-        if scanner.unfresh or work.args.on_conflict == "fail":
-            return why
-        if not waiting:
-            say(f"issue {work.unit.id}: the hand-in waits: {why}")
-            waiting = True
-        work.runner.wait_for_events(SETTLE_WAIT_TYPES, SETTLE_WAIT_SECONDS)
+    def settle(self, watch: Watch) -> str | None:
+        """The last scan before the hand-in: None when every changed path is the
+        issue's (or the work was lost: ``watch``); else, with --on-conflict wait, wait
+        for the holders (on events) and scan again; else why the hand-in cannot go
+        ahead."""
+        events = self.context.events
+        if not events.cursor:
+            events.catch_up(SETTLE_WAIT_TYPES)
+        waiting = False
+        while True:
+            try:
+                self.scan()
+            except (CommandError, OSError) as error:
+                said = getattr(error, "message", str(error))
+                warn(f"issue {self.unit.id}: the last scan could not claim: {said}")
+                return None
+            why = self.unresolved()
+            if why is None or watch.lost:
+                return None
+            if self.unfresh or self.context.options.on_conflict == "fail":
+                return why
+            if not waiting:
+                say(f"issue {self.unit.id}: the hand-in waits: {why}")
+                waiting = True
+            events.wait(SETTLE_WAIT_TYPES, SETTLE_WAIT_SECONDS)

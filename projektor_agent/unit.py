@@ -3,68 +3,37 @@ its give-back (docs/agents.md, "The agent command")."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import checkout, gitops, scan
-from projektor_agent.checkout import RUNNER_DIR
-from projektor_agent.client import Client, holder_name
+from projektor_agent import checkout, gitops, handin, integrate, scan
+from projektor_agent.client import holder_name
+from projektor_agent.context import SKIPPED, Interrupted, RunContext, SetupError, Unit
 from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
 from projektor_agent.output import say, warn
 from projektor_agent.supervise import Child, Watch, exit_description
 
-VERIFY_TAIL_LINES = 20
-REPORT_LIMIT = 4000  # the server's limit of a report's summary and verification
 MESSAGE_LIMIT = 10000
-SKIPPED = -1  # not worked on: with --next, take other work
 BUSY_WAIT_TYPES = "run.finished,run.not_started,session.ended,lease.released"
-
-
-class Interrupted(Exception):
-    """The runner was told to stop (SIGINT or SIGTERM) while no agent was running."""
-
-
-class SetupError(UsageError):
-    """The unit's local setup failed (its worktree, its files); the issue was given
-    back. With --loop the runner goes on with other work; without, exit 2."""
 
 
 class Unresolved(Exception):
     """The server could not resolve the run's worktree: the lease is already released."""
 
 
-@dataclass
-class Unit:
-    issue: dict[str, Any]
-    session: int
-    fence: int | None
-    ttl: float
-    run: dict[str, Any] | None = None
-    workdir: Path | None = None
-    base: str | None = None  # what the agent's commits are counted from
-    branch: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def id(self) -> int:
-        return int(self.issue["id"])
-
-
 class UnitWork:
-    """Works one started unit; ``runner`` supplies the settings and the signal state."""
+    """Works one started unit, from what ``context`` says of the run."""
 
-    def __init__(self, runner: Any, unit: Unit) -> None:
-        self.runner, self.unit = runner, unit
-        self.client: Client = runner.client
-        self.args = runner.args
+    def __init__(self, context: RunContext, unit: Unit) -> None:
+        self.context, self.unit = context, unit
+        self.client = context.client
+        self.options = context.options
         self.watch = Watch(
             self.client, unit.session, unit.ttl, self.on_lost, workdir=lambda: unit.workdir
         )
         self.integration: dict[str, Any] | None = None  # the run that lands the branch
-        self.scanner = scan.Scanner(self)
+        self.scanner = scan.Scanner(context, unit)
         self.verification = ""
         self.uncommitted_before: str | None = None  # in a checkout the runner did not create
         self.left_where: str | None = None  # where the agent's uncommitted work went
@@ -78,20 +47,19 @@ class UnitWork:
         finally:
             self.watch.close()
             self.leave_worktree("the runner stopped")  # done already, unless an error
-            checkout.disarm(self)
-            self.runner.cursor = max(self.runner.cursor, self.watch.cursor)
+            checkout.disarm(self.unit)
+            self.context.events.saw(self.watch.cursor)
 
     def _work(self) -> int:
         unit = self.unit
         try:
             unit.run = self.dispatch()
             self.resolve_workdir()
-            if self.runner.worktrees is None and unit.workdir is not None:
+            if self.context.worktrees is None and unit.workdir is not None:
                 self.uncommitted_before = checkout.uncommitted(unit.workdir)
-            checkout.arm(self)  # the issue's text, the guard, the hooks, the env
+            checkout.arm(self.context, unit)  # the issue's text, the guard, the hooks, the env
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
-            self.runner.skipped.add(unit.id)  # with --next: other work, not this again
             self.best_effort("move the issue back to todo", self.back_to_todo)
             self.end_session()
             return SKIPPED
@@ -108,24 +76,24 @@ class UnitWork:
             raise SetupError(f"cannot prepare the work for issue {unit.id}: {error}") from None
         if self.watch.lost:
             return self.taken()
-        if self.runner.interrupted:
+        if self.context.signals.interrupted:
             self.give_back("the runner was interrupted before the agent started")
             return REFUSED
         try:
-            child = self.runner.spawn(self, self.command(), str(unit.workdir), unit.env)
+            child = self.context.signals.spawn(self.command(), str(unit.workdir), unit.env)
         except OSError as error:
             name = self.command()[0]
             self.give_back(f"the command {name!r} could not be started: {error.strerror}")
             raise UsageError(f"cannot run {name!r}: {error.strerror or error}") from None
         say(f"issue {unit.id}: agent started (pid {child.process.pid}) in {unit.workdir}")
-        scanning = self.scanner.while_running(float(self.args.scan))
+        scanning = self.scanner.while_running(self.options.scan)
         try:
-            status = self.runner.supervise(child)
+            status = self.context.signals.supervise(child)
         finally:
             scanning.set()
         if self.watch.lost:
             return self.taken()
-        if self.runner.interrupted:
+        if self.context.signals.interrupted:
             self.give_back(
                 f"the runner was interrupted; the agent {exit_description(status)}", child
             )
@@ -137,7 +105,7 @@ class UnitWork:
 
     # --- before the agent ------------------------------------------------------------------
 
-    def dispatch(self, primary_worktree: bool = False) -> Any:
+    def dispatch(self, primary_worktree: bool = False) -> dict[str, Any] | None:
         """A run for the issue; a busy worktree is waited for on events, then retried.
         With ``primary_worktree``: a run on the project's primary worktree, or None
         when the project has none."""
@@ -145,8 +113,7 @@ class UnitWork:
         if primary_worktree:
             body["primary_worktree"] = True
         while True:
-            if self.runner.interrupted:
-                raise Interrupted()
+            self.context.signals.check()
             try:
                 return dict(self.client.post("/runs/", body))
             except UsageError as error:
@@ -164,17 +131,16 @@ class UnitWork:
                 holder = refused.body.get("holder") if isinstance(refused.body, dict) else None
                 who = holder_name(holder) if isinstance(holder, dict) else "another run"
                 say(f"issue {self.unit.id}: its worktree is busy ({who}); waiting for it")
-                self.runner.wait_for_events(BUSY_WAIT_TYPES, min(self.unit.ttl, 30.0))
+                self.context.events.wait(BUSY_WAIT_TYPES, min(self.unit.ttl, 30.0))
 
     def resolve_workdir(self) -> None:
         unit, run = self.unit, self.unit.run or {}
-        worktrees = self.runner.worktrees
-        if run.get("lock_mode") == "exclusive" and worktrees is not None:
-            repo = self.runner.repo
+        repo, worktrees = self.context.repo, self.context.worktrees
+        if run.get("lock_mode") == "exclusive" and repo is not None and worktrees is not None:
             unit.base = gitops.default_branch(repo)
             unit.workdir = worktrees / str(run.get("worktree"))
             leftover = (
-                f"projektor: work left uncommitted by a unit of {self.runner.agent} "
+                f"projektor: work left uncommitted by a unit of {self.context.agent} "
                 "that did not end (its runner stopped)"
             )
             kept = gitops.keep_leftover(repo, unit.workdir, leftover)
@@ -198,10 +164,10 @@ class UnitWork:
             "{issue}": str(issue["id"]),
             "{title}": str(issue.get("title") or ""),
             "{description}": str(issue.get("description") or ""),
-            "{paths}": " ".join(issue.get("paths") or self.args.paths or []),
+            "{paths}": " ".join(issue.get("paths") or self.options.paths or []),
         }
         substituted = []
-        for argument in self.runner.command:
+        for argument in self.context.command:
             for placeholder, value in values.items():
                 argument = argument.replace(placeholder, value)
             substituted.append(argument)
@@ -211,15 +177,15 @@ class UnitWork:
 
     def on_lost(self, why: str) -> None:
         say(f"issue {self.unit.id}: the work is no longer this agent's: {why}; stopping it")
-        self.runner.stop_child()
+        self.context.signals.stop_child()
 
     def taken(self) -> int:
         """Nothing is finished or handed in for work that another session owns now."""
         say(f"issue {self.unit.id}: not handed in ({self.watch.lost})")
         self.leave_worktree(f"taken: {self.watch.lost}")
-        aside = checkout.set_aside(self, f"taken: {self.watch.lost}") or self.left_where
+        aside = self.set_aside(f"taken: {self.watch.lost}")
         if aside:
-            body = f"projektor run: agent {self.runner.agent} stopped on issue {self.unit.id}"
+            body = f"projektor run: agent {self.context.agent} stopped on issue {self.unit.id}"
             self.best_effort("post the message", self.post_message, f"{body}: {aside}.")
         self.end_session()
         return REFUSED
@@ -227,7 +193,7 @@ class UnitWork:
     def hand_in(self) -> int:
         unit = self.unit
         try:
-            unsettled = scan.settle(self) if self.args.scan > 0 else None  # 0: off
+            unsettled = self.scanner.settle(self.watch) if self.options.scan > 0 else None
         except Interrupted:
             self.give_back("the runner was interrupted while the hand-in waited")
             return REFUSED
@@ -237,21 +203,22 @@ class UnitWork:
             self.give_back(f"not handed in: {unsettled}")
             return REFUSED
         self.verification = "no verification command was given; the agent exited 0"
-        if self.args.verify:
-            passed, self.verification = self.verify()
+        if self.options.verify:
+            passed, self.verification = handin.verify(self.options.verify, unit)
             if not passed:
                 self.give_back(f"the verification failed: {self.verification}")
                 return REFUSED
         # What the agent left uncommitted is part of what it hands in: on its branch.
-        self.commit_leftover(f"projektor: work of {self.runner.agent} on issue {unit.id}")
-        report = self.report(self.verification)  # before landing: the branch's own commits
+        self.commit_leftover(f"projektor: work of {self.context.agent} on issue {unit.id}")
+        # Before landing: the branch's own commits.
+        report = handin.report(self.context, unit, self.verification)
         if self.watch.lost:
             return self.taken()
-        if self.args.integrate:
-            from projektor_agent import integrate
-
+        if self.options.integrate:
             try:
-                landed = integrate.integrate(self)
+                integrate.prepare(self.context, unit)
+                self.integration = self.dispatch(primary_worktree=True)
+                landed = integrate.land(self.context, unit, self.integration, self.watch)
             except (integrate.Failed, Interrupted) as failed:
                 if self.watch.lost:  # another session's work now: nothing done for it
                     if self.integration and self.integration.get("status") == "running":
@@ -262,9 +229,10 @@ class UnitWork:
             except CommandError as error:
                 self.give_back(f"not integrated: {error.message}")
                 raise
-            report["verification"] = self.verification[:REPORT_LIMIT]
+            self.verification = landed.verification or self.verification
+            report["verification"] = self.verification[: handin.REPORT_LIMIT]
             landing = f"Landed on {landed.branch}: {landed.commit}"
-            report["summary"] = (report["summary"] + "\n" + landing)[-REPORT_LIMIT:]
+            report["summary"] = (report["summary"] + "\n" + landing)[-handin.REPORT_LIMIT :]
             if self.integration:
                 self.best_effort("finish the integration", self.finish_run, "succeeded", True)
         if self.watch.lost:
@@ -283,50 +251,6 @@ class UnitWork:
         say(f"issue {unit.id}: handed in (in_review): {report['summary'].splitlines()[0]}")
         return OK
 
-    def verify(self) -> tuple[bool, str]:
-        result = subprocess.run(
-            self.args.verify,
-            shell=True,
-            cwd=str(self.unit.workdir),
-            env=self.unit.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-        lines = result.stdout.decode("utf-8", "replace").rstrip().splitlines()
-        tail = "\n".join(lines[-VERIFY_TAIL_LINES:])
-        text = f"`{self.args.verify}` exited with status {result.returncode}" + (
-            f":\n{tail}" if tail else ""
-        )
-        return result.returncode == 0, text[-REPORT_LIMIT:]
-
-    def report(self, verification: str) -> dict[str, Any]:
-        """The child's .projektor/report.json when it wrote one, else the branch's commits."""
-        unit = self.unit
-        written: dict[str, Any] = {}
-        path = (unit.workdir or Path.cwd()) / RUNNER_DIR / "report.json"
-        if path.exists():
-            try:
-                loaded = json.loads(path.read_text(encoding="utf-8"))
-                written = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError) as error:
-                warn(f"{path} is not a JSON object ({error}); the report is built instead")
-        summary = str(written.get("summary") or "").strip()
-        if not summary and unit.base and unit.workdir is not None:
-            subjects = gitops.commit_subjects(unit.workdir, unit.base)
-            summary = "\n".join(f"- {subject}" for subject in subjects)
-        if not summary:
-            summary = f"`{' '.join(self.runner.command)}` exited 0 with no commits"
-        if unit.branch:
-            summary += f"\n\nBranch: {unit.branch}"
-        if written.get("verification") and not self.args.verify:
-            verification = str(written["verification"])
-        report = {"summary": summary[:REPORT_LIMIT], "verification": verification[:REPORT_LIMIT]}
-        if written.get("pr_link"):
-            report["pr_link"] = str(written["pr_link"])
-        return report
-
     def give_back(self, why: str, child: Child | None = None) -> None:
         """The failure path: run failed, issue back in todo with a message saying why,
         lease released, session ended. Each step is tried even if one before failed."""
@@ -334,8 +258,8 @@ class UnitWork:
         say(f"issue {unit.id}: giving it back: {why}")
         self.watch.close()
         self.leave_worktree(why)  # before the lease goes: whoever takes it next finds it free
-        body = f"projektor run: agent {self.runner.agent} gave issue {unit.id} back: {why}."
-        aside = checkout.set_aside(self, why) or self.left_where
+        body = f"projektor run: agent {self.context.agent} gave issue {unit.id} back: {why}."
+        aside = self.set_aside(why)
         if aside:
             body += f"\n\nWhere its work went: {aside}."
         if child is not None and child.tail:
@@ -349,6 +273,11 @@ class UnitWork:
         self.best_effort("release the lease", self.release_lease)
         self.end_session()
 
+    def set_aside(self, why: str) -> str | None:
+        """Where the stopped agent's uncommitted work went, if anywhere."""
+        before = self.uncommitted_before
+        return checkout.set_aside(self.context, self.unit, before, why) or self.left_where
+
     def leave_worktree(self, why: str) -> None:
         """At the unit's end, in the agent's own worktree: what the agent left
         uncommitted goes onto the issue's branch (the next unit there starts clean,
@@ -357,7 +286,7 @@ class UnitWork:
         checkout the runner did not make; idempotent."""
         reason = why.splitlines()[0][:200] if why else "given back"
         message = (
-            f"projektor: unfinished work of {self.runner.agent} on issue {self.unit.id} ({reason})"
+            f"projektor: unfinished work of {self.context.agent} on issue {self.unit.id} ({reason})"
         )
         workdir = self.unit.workdir
         if workdir is None or not self.commit_leftover(message):
@@ -373,7 +302,7 @@ class UnitWork:
         there). A branch that moved under the worktree is left as it is: what looks
         uncommitted may be the reverse of a commit made elsewhere."""
         unit = self.unit
-        if self.runner.worktrees is None or unit.branch is None or unit.workdir is None:
+        if self.context.worktrees is None or unit.branch is None or unit.workdir is None:
             return False
         try:
             if gitops.current_branch(unit.workdir) != unit.branch:
@@ -429,7 +358,7 @@ class UnitWork:
             lambda: self.client.post(f"/sessions/{self.unit.session}/end/", idempotent=True),
         )
 
-    def best_effort(self, what: str, call: Any, *args: Any) -> None:
+    def best_effort(self, what: str, call: Callable[..., object], *args: object) -> None:
         try:
             call(*args)
         except CommandError as error:

@@ -40,3 +40,45 @@ def test_annotations_are_never_evaluated_at_runtime():
         source = module.read_text(encoding="utf-8")
         if "def " in source:
             assert "from __future__ import annotations" in source, module.name
+
+
+def imports_of(module):
+    """The modules ``module`` imports, by their full names."""
+    names = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_runner_is_imported_by_the_parser_alone():
+    """``projektor run`` reads top to bottom: the runner hands its context down to the
+    unit, the scan, the checkout, the integration; none of them reaches back into it."""
+    importers = {m.name for m in modules() if "projektor_agent.runner" in imports_of(m)}
+    assert importers == {"cli.py"}
+
+
+UNIT_MODULES = ("unit.py", "scan.py", "integrate.py", "checkout.py", "handin.py", "context.py")
+
+
+def test_what_a_unit_is_given_is_typed():
+    """No ``Any`` in the signatures of the unit's modules, but for the server's JSON
+    objects (``dict[str, Any]``): what they are handed, mypy sees."""
+    untyped = []
+    for name in UNIT_MODULES:
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            arguments = node.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+            annotations = [a.annotation for a in every] + [node.returns]
+            for annotation in annotations:
+                text = ast.unparse(annotation) if annotation is not None else ""
+                if "Any" in text.replace("dict[str, Any]", ""):
+                    untyped.append(f"{name}: {node.name}: {text}")
+    assert untyped == []
