@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,17 @@ from projektor_agent.supervise import Watch
 BATCH = 100  # the server's limit of paths per claim
 SETTLE_WAIT_TYPES = "claims.released,lease.released"
 SETTLE_WAIT_SECONDS = 25
+
+
+def covered(path: str, held: Collection[str]) -> bool:
+    """A changed file ``path`` held already by one of the claims ``held``: its own
+    claim, or a directory claim above it (ending in ``/``: it holds its subtree, by
+    whole segments). The server's overlap rule (coordination/paths.py), read for a
+    file; both are held to one table of examples, tests/overlap_cases.json."""
+    if path in held:
+        return True
+    parts = path.split("/")
+    return any("/".join(parts[:n]) + "/" in held for n in range(1, len(parts)))
 
 
 class Scanner:
@@ -75,11 +87,7 @@ class Scanner:
             return taken
 
     def covered(self, path: str) -> bool:
-        """Held already: the path itself, or a directory claim above it."""
-        if path in self.known:
-            return True
-        parts = path.split("/")
-        return any("/".join(parts[:n]) + "/" in self.known for n in range(1, len(parts)))
+        return covered(path, self.known)
 
     def refresh_known(self) -> None:
         """The issue's active claims on the server (the hook's among them)."""
