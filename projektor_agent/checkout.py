@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from projektor_agent import gitops, worktree_hooks
 from projektor_agent.context import RunContext, Unit
-from projektor_agent.errors import UsageError
 from projektor_agent.output import say, warn
 
 RUNNER_DIR = ".projektor"
@@ -28,7 +28,7 @@ def arm(context: RunContext, unit: Unit) -> None:
     if gitops.toplevel(workdir) is not None:
         gitops.exclude(workdir, *EXCLUDES)
         try:
-            worktree_hooks.arm(workdir, guard_script())  # this worktree's alone, until disarm
+            worktree_hooks.arm(workdir, guard_command())  # this worktree's alone, until disarm
         except (gitops.GitError, OSError) as error:
             warn(f"the pre-commit guard could not be armed in {workdir}: {error}")
     if context.options.hooks == "claude-code":
@@ -116,11 +116,15 @@ def issue_text(issue: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def guard_script() -> bytes:
-    """The guard module's own source: a standalone hook (works from the zipapp too)."""
-    import pkgutil
+def guard_command() -> list[str]:
+    """``projektor guard pre-commit``, run by this Python from where this package is
+    (a directory, or the zipapp ``/agent/projektor``), never from the checkout the
+    agent works in (which may hold a package of the same name)."""
+    import projektor_agent
 
-    data = pkgutil.get_data("projektor_agent", "guard.py")
-    if data is None:
-        raise UsageError("the guard's source is missing from this installation")
-    return data
+    where = str(Path(projektor_agent.__file__).resolve().parent.parent)
+    program = (
+        f"import sys; sys.path.insert(0, {where!r}); from projektor_agent.cli import main; "
+        "sys.exit(main(['guard', 'pre-commit']))"
+    )
+    return [sys.executable, "-I", "-c", program]

@@ -17,6 +17,7 @@ from projektor_agent.errors import USAGE, CommandError
 from projektor_agent.output import PROG, report_error
 
 Handler = Callable[[argparse.Namespace], int]
+HOOK_NAME = "pre-commit"  # the command under this name is `projektor guard pre-commit`
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -146,6 +147,8 @@ def add_run(one: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and os.path.basename(sys.argv[0]) == HOOK_NAME:
+        argv = ["guard", HOOK_NAME]  # the command installed as the git hook itself
     parser = build_parser()
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
     try:

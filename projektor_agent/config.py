@@ -73,11 +73,15 @@ def load(cwd: str | None = None) -> Config:
     if absent:
         raise UsageError("not configured: set " + " and ".join(absent))
     assert url is not None and key is not None
-    if not (key.isascii() and key.isprintable() and " " not in key):
+    return Config(url=server_url(url), api_key=api_key(key), agent=setting(AGENT, cwd))
+
+
+def api_key(raw: str) -> str:
+    if not (raw.isascii() and raw.isprintable() and " " not in raw):
         raise UsageError(
             f"{API_KEY[0]} is not an API key: it holds spaces or unprintable characters"
         )
-    return Config(url=server_url(url), api_key=key, agent=setting(AGENT, cwd))
+    return raw
 
 
 def agent_required() -> UsageError:

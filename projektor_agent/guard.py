@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """Projektor pre-commit guard: refuse a commit that touches a file another issue claimed.
 
-It is ``projektor guard pre-commit`` (``projektor run`` installs it in the worktrees it
-arms), and also a standalone hook: this file alone, served at ``/guard/pre-commit``.
-Install it in a checkout (linked worktrees and ``core.hooksPath`` included)::
+It is ``projektor guard pre-commit`` (``projektor run`` arms it in the worktrees it
+works in). The command itself, installed as a git hook named ``pre-commit``, is the
+guard: ``/guard/pre-commit`` serves the ``projektor`` command for that. Install it in a
+checkout (linked worktrees and ``core.hooksPath`` included)::
 
     hook="$(git rev-parse --git-path hooks)/pre-commit" && curl -fsS --create-dirs \\
         -o "$hook" http://127.0.0.1:8000/guard/pre-commit && chmod +x "$hook"
@@ -31,23 +31,27 @@ of 1000; the server normalises them like claims. Exit status 1 refuses the commi
 - the server cannot be reached, answers 5xx or 429, or the configuration is missing:
   a warning, and the commit goes through; in strict mode it is refused instead.
 
-Standard library only, so it runs on any machine with git and Python 3.8 or later.
+Like the whole command, standard library only: it runs on any machine with git and
+Python 3.9 or later.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from typing import Any
 
+from projektor_agent import config
+from projektor_agent.client import Client
+from projektor_agent.errors import CommandError, Unreachable, UsageError
+
 PROG = "projektor pre-commit"
-CHECK_ENDPOINT = "/api/v1/file-claims/check/"
+CHECK_PATH = "/file-claims/check/"
 BATCH_SIZE = 1000  # the endpoint's limit per request
 TIMEOUT_SECONDS = 15.0
+ISSUE = ("PROJEKTOR_ISSUE", "projektor.issue")
+STRICT = ("PROJEKTOR_GUARD_STRICT", "projektor.strict")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 STRICT_HINT = "PROJEKTOR_GUARD_STRICT=1 or 'git config projektor.strict true'"
@@ -71,11 +75,6 @@ def git(*args: str) -> subprocess.CompletedProcess[bytes]:
 def decode(raw: bytes) -> str:
     """Git output as text; bytes that are not UTF-8 survive as lone surrogates."""
     return raw.decode("utf-8", "surrogateescape")
-
-
-def git_config(name: str) -> str | None:
-    result = git("config", "--get", name)
-    return decode(result.stdout).rstrip("\n") if result.returncode == 0 else None
 
 
 def parse_name_status(output: bytes) -> list[str]:
@@ -110,19 +109,18 @@ def staged_paths() -> list[str]:
 # --- configuration ---------------------------------------------------------------------
 
 
-def setting(env_name: str, git_name: str) -> tuple[str | None, str]:
-    """The value and where it came from; the environment wins, empty counts as unset."""
-    value = os.environ.get(env_name, "").strip()
-    if value:
-        return value, env_name
-    value = (git_config(git_name) or "").strip()
-    if value:
-        return value, f"git config {git_name}"
-    return None, f"{env_name} (or git config {git_name})"
+def setting(pair: tuple[str, str]) -> tuple[str | None, str]:
+    """The value (config.setting: the environment wins, empty counts as unset) and
+    where it came from, or what to set."""
+    env_name, git_name = pair
+    value = config.setting(pair)
+    if value is None:
+        return None, config.missing(pair)
+    return value, env_name if os.environ.get(env_name, "").strip() else f"git config {git_name}"
 
 
 def strict_mode() -> bool:
-    raw, source = setting("PROJEKTOR_GUARD_STRICT", "projektor.strict")
+    raw, source = setting(STRICT)
     if raw is None or raw.lower() in FALSE_WORDS:
         return False
     if raw.lower() not in TRUE_WORDS:
@@ -130,26 +128,29 @@ def strict_mode() -> bool:
     return True
 
 
-def api_url(base: str, source: str) -> str:
-    if not base.lower().startswith(("http://", "https://")):
-        raise Refused(f"{source} is {base!r}: give the server's http:// or https:// URL")
-    base = base.rstrip("/")
-    if base.endswith("/api/v1"):  # the API's base was given, not the server's
-        base = base[: -len("/api/v1")]
-    return base + CHECK_ENDPOINT
-
-
-def api_key(raw: str, source: str) -> str:
-    if not (raw.isascii() and raw.isprintable() and " " not in raw):
-        raise Refused(f"{source} is not an API key: it holds spaces or unprintable characters")
-    return raw
-
-
 def issue_id(raw: str, source: str) -> int:
     text = raw.lstrip("#")
     if not (text.isascii() and text.isdigit() and int(text) > 0):
         raise Refused(f"{source} is {raw!r}: give the id of the issue, like 42")
     return int(text)
+
+
+def client() -> tuple[Client, int]:
+    """The server's client and the issue, from the configuration (the command's own,
+    and the issue): Unchecked when a setting is missing, Refused when one is wrong."""
+    values = [setting(pair) for pair in (config.URL, config.API_KEY, ISSUE)]
+    missing = [source for value, source in values if value is None]
+    (url, _), (key, _), (issue, issue_source) = values
+    if url is None or key is None or issue is None:
+        raise Unchecked("not configured; set " + ", ".join(missing))
+    number = issue_id(issue, issue_source)
+    try:
+        settings = config.Config(
+            url=config.server_url(url), api_key=config.api_key(key), agent=None
+        )
+    except UsageError as error:
+        raise Refused(error.message) from None
+    return Client(settings), number
 
 
 # --- the check ---------------------------------------------------------------------------
@@ -160,32 +161,17 @@ def shown(path: str) -> str:
     return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def post_json(url: str, key: str, payload: dict[str, Any]) -> tuple[int, Any]:
-    """POST ``payload``; the status and the decoded JSON body (None if not JSON)."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(payload).encode("utf-8"),
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {key}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "projektor-pre-commit/1",
-        },
-    )
+def post(server: Client, payload: dict[str, Any]) -> tuple[int, Any]:
+    """POST ``payload`` to the check, once; the status and the decoded JSON body."""
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            status, raw = response.status, response.read()
-    except urllib.error.HTTPError as error:
-        status, raw = error.code, error.read()
-    except urllib.error.URLError as error:
-        raise Unchecked(f"cannot reach {url}: {error.reason}") from None
-    except (OSError, ValueError) as error:  # timeouts, resets, malformed responses
-        raise Unchecked(f"cannot reach {url}: {error}") from None
-    try:
-        return status, json.loads(raw.decode("utf-8"))
-    except ValueError:
-        return status, None
+        body = server.post(CHECK_PATH, payload, retry=False, timeout=TIMEOUT_SECONDS)
+    except Unreachable as error:
+        if not error.http_status:  # no answer at all
+            raise Unchecked(error.message) from None
+        return error.http_status, error.body
+    except CommandError as error:
+        return error.http_status, error.body
+    return 200, body
 
 
 def describe(status: int, body: Any) -> str:
@@ -196,15 +182,16 @@ def describe(status: int, body: Any) -> str:
 
 
 def check(
-    url: str, key: str, issue: int, paths: list[str]
+    server: Client, issue: int, paths: list[str]
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The conflicts over all batches, and the paths the server rejected as invalid."""
+    url = server.url(CHECK_PATH)
     conflicts: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     for start in range(0, len(paths), BATCH_SIZE):
         batch = paths[start : start + BATCH_SIZE]
         while batch:
-            status, body = post_json(url, key, {"issue": issue, "paths": batch})
+            status, body = post(server, {"issue": issue, "paths": batch})
             if status == 200 and isinstance(body, dict) and isinstance(body.get("conflicts"), list):
                 conflicts.extend(body["conflicts"])
                 break
@@ -265,19 +252,8 @@ def run() -> int:
         paths = staged_paths()
         if not paths:
             return 0
-        url, url_source = setting("PROJEKTOR_URL", "projektor.url")
-        key, key_source = setting("PROJEKTOR_API_KEY", "projektor.apiKey")
-        issue, issue_source = setting("PROJEKTOR_ISSUE", "projektor.issue")
-        missing = [
-            source
-            for value, source in ((url, url_source), (key, key_source), (issue, issue_source))
-            if value is None
-        ]
-        if url is None or key is None or issue is None:
-            raise Unchecked("not configured; set " + ", ".join(missing))
-        number = issue_id(issue, issue_source)
-        endpoint = api_url(url, url_source)
-        conflicts, skipped = check(endpoint, api_key(key, key_source), number, paths)
+        server, number = client()
+        conflicts, skipped = check(server, number, paths)
     except Refused as refused:
         print(f"{PROG}: commit refused: {refused}", file=sys.stderr)
         return 1
@@ -300,7 +276,3 @@ def run() -> int:
         print(refusal(number, conflicts), file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run())

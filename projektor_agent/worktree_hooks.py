@@ -6,6 +6,7 @@ Git shares one hooks directory among a repository's worktrees, so the guard is n
 written there: the worktree gets hooks of its own through its own configuration
 (``extensions.worktreeConfig`` and ``git config --worktree core.hooksPath``), a
 directory in the worktree's private git directory. Its ``pre-commit`` runs the guard
+(``projektor guard pre-commit``, by the runner's own command)
 (under a runner only: ``PROJEKTOR_ISSUE`` set) and then the pre-commit hook the
 worktree had before, if any; every other hook of before is forwarded to as it was. So
 a user's own hooks still run, and are never replaced or moved.
@@ -21,7 +22,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 from projektor_agent import gitops
@@ -29,7 +29,6 @@ from projektor_agent import gitops
 HOOKS_DIR = "projektor-hooks"  # in the worktree's own git directory
 MARK = "Armed by projektor run for this worktree only"
 PREVIOUS = "previous-hooks-path"  # the worktree's own core.hooksPath before, if it had one
-GUARD_FILE = "projektor-guard.py"
 
 
 def own_git_dir(workdir: Path) -> Path:
@@ -54,18 +53,18 @@ def armed_hooks(workdir: Path) -> Path | None:
     return hooks
 
 
-def arm(workdir: Path, guard: bytes) -> Path:
-    """The guard armed in ``workdir`` alone; returns the hooks directory used."""
+def arm(workdir: Path, guard: list[str]) -> Path:
+    """The guard (the command line that runs it) armed in ``workdir`` alone; returns
+    the hooks directory used."""
     disarm(workdir)  # a killed runner's, first: what it found is what we find
     before = gitops.git_path(workdir, "hooks").resolve()  # the hooks that ran until now
     previous = worktree_setting(workdir)
     hooks = own_git_dir(workdir) / HOOKS_DIR
     shutil.rmtree(hooks, ignore_errors=True)
     hooks.mkdir(parents=True)
-    (hooks / GUARD_FILE).write_bytes(guard)
     if previous is not None:
         (hooks / PREVIOUS).write_text(previous + "\n", encoding="utf-8")
-    write_hook(hooks / "pre-commit", pre_commit(hooks / GUARD_FILE, before / "pre-commit"))
+    write_hook(hooks / "pre-commit", pre_commit(guard, before / "pre-commit"))
     for hook in sorted(before.iterdir()) if before.is_dir() else []:
         if hook.name != "pre-commit" and runnable(hook):
             write_hook(hooks / hook.name, f'exec {shlex.quote(str(hook))} "$@"\n')
@@ -95,11 +94,11 @@ def disarm(workdir: Path) -> bool:
     return True
 
 
-def pre_commit(guard: Path, theirs: Path) -> str:
-    python, guard_path, their_hook = (shlex.quote(str(p)) for p in (sys.executable, guard, theirs))
+def pre_commit(guard: list[str], theirs: Path) -> str:
+    command, their_hook = shlex.join(guard), shlex.quote(str(theirs))
     return (
         "# Under a runner only (PROJEKTOR_ISSUE set): the guard, then the hook of before.\n"
-        f'if [ -n "$PROJEKTOR_ISSUE" ]; then {python} {guard_path} || exit 1; fi\n'
+        f'if [ -n "$PROJEKTOR_ISSUE" ]; then {command} || exit 1; fi\n'
         f'if [ -x {their_hook} ]; then exec {their_hook} "$@"; fi\n'
     )
 

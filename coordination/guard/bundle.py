@@ -14,14 +14,10 @@ MAIN = b"import sys\n\nfrom projektor_agent.cli import main\n\nsys.exit(main())\
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 
 
-def guard_script() -> bytes:
-    """The pre-commit guard: one module of the package, and a hook on its own."""
-    return (PACKAGE / "guard.py").read_bytes()
-
-
 def zipapp() -> bytes:
     """The package as a zipapp: a shebang line, then a zip archive with a top-level
-    ``__main__.py`` (Python runs a zip file that starts with anything)."""
+    ``__main__.py`` (Python runs a zip file that starts with anything). Installed as a
+    git hook named ``pre-commit``, it is ``projektor guard pre-commit``."""
     buffer = io.BytesIO()
     buffer.write(SHEBANG)  # as zipapp.create_archive does: the archive follows it
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:

@@ -1,5 +1,6 @@
-"""Serve the pre-commit hook and the ``projektor`` command, so that any machine can
-install them; no key needed, neither holds a secret."""
+"""Serve the ``projektor`` command, and the same file as the pre-commit hook (the
+command named ``pre-commit`` is ``projektor guard pre-commit``), so that any machine
+can install them; no key needed, neither holds a secret."""
 
 import functools
 
@@ -11,9 +12,9 @@ from coordination.guard import bundle
 
 @require_safe
 def pre_commit(request: HttpRequest) -> HttpResponse:
-    """The hook as plain text, byte for byte."""
-    response = HttpResponse(bundle.guard_script(), content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = 'inline; filename="pre-commit"'
+    """The hook: the ``projektor`` command, which runs the guard under this name."""
+    response = HttpResponse(zipapp_bytes(), content_type="application/octet-stream")
+    response["Content-Disposition"] = 'attachment; filename="pre-commit"'
     return response
 
 

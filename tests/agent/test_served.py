@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings
 
 from coordination.models import ApiKey
-from projektor_agent import guard
 from tests.conftest import make_client
 
 pytestmark = pytest.mark.django_db
@@ -48,8 +47,21 @@ def test_the_command_is_one_executable_zipapp_of_the_package_and_needs_no_key(
     assert "Traceback" not in unconfigured.stderr
 
 
-def test_the_guard_download_is_the_packages_guard_module(client):
-    assert client.get("/guard/pre-commit").content == Path(guard.__file__).read_bytes()
+def test_the_guard_download_is_the_command_itself(client, tmp_path: Path):
+    """Named ``pre-commit`` (as git runs it), the command is ``projektor guard pre-commit``."""
+    download = client.get("/guard/pre-commit").content
+    assert download == client.get("/agent/projektor").content
+    hook = tmp_path / "pre-commit"
+    hook.write_bytes(download)
+    outside = subprocess.run(
+        [sys.executable, "-I", "-S", str(hook)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert outside.returncode == 0  # not in a work tree: a warning, and the commit goes on
+    assert "projektor pre-commit: warning: not inside a git work tree" in outside.stderr
 
 
 def test_a_session_states_the_ttl_to_heartbeat_by(workspace):

@@ -1,17 +1,32 @@
 """What the pre-commit guard's tests share beside their fixtures (conftest.py): the
-hook's script, a real git repository in ``tmp_path`` (``Checkout``), a closed port."""
+hook as served (the ``projektor`` command, named ``pre-commit``), a real git repository
+in ``tmp_path`` (``Checkout``), a closed port."""
 
+import atexit
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from projektor_agent import guard as pre_commit
+from coordination.guard import bundle
 
-HOOK = Path(pre_commit.__file__)
+
+def built_hook() -> Path:
+    """The served hook's bytes in a file named as git runs it, for this test run."""
+    where = Path(tempfile.mkdtemp(prefix="projektor-guard-"))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    hook = where / "pre-commit"
+    hook.write_bytes(bundle.zipapp())
+    hook.chmod(0o755)
+    return hook
+
+
+HOOK = built_hook()
 LIVE = pytest.mark.django_db(transaction=True)
 
 
