@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 
 from coordination.models import ApiKey, Issue, IssueLease, Project, Workspace
+from coordination.models.tenancy import hash_api_key
 from coordination.selectors.issues import ready_issues
 from coordination.services import operators, projects
 
@@ -57,6 +58,13 @@ def fresh_key(workspace: Workspace, name: str = KEY_NAME) -> str:
 def revoke(workspace: Workspace, name: str) -> None:
     earlier = ApiKey.objects.filter(workspace=workspace, name=name, revoked_at__isnull=True)
     operators.revoke_api_keys(keys=earlier)
+
+
+def revoke_minted(workspace: Workspace, raw: str) -> None:
+    """Revoke the key ``raw`` alone: a fleet that stops while the next one starts
+    (``make run`` run again at once) leaves the next one's key of the same name working."""
+    minted = ApiKey.objects.filter(workspace=workspace, key_hash=hash_api_key(raw))
+    operators.revoke_api_keys(keys=minted.filter(revoked_at__isnull=True))
 
 
 def reviewer_login(workspace: Workspace) -> tuple[str, str]:

@@ -389,3 +389,17 @@ def test_moved_stamps_keep_their_exact_value_and_one_text_format(demo):
                 "SELECT COUNT(*) FROM coordination_event WHERE length(occurred_at) != 26"
             )
             assert cursor.fetchone() == (0,)
+
+
+def test_a_stopping_fleet_revokes_its_own_key_not_the_next_ones():
+    """make run run again at once: the old fleet stops while the new one starts, both
+    with a key named ``demo-fleet``; the old one's revocation leaves the new key working."""
+    run_tiny()
+    workspace = Workspace.objects.get(slug="demo")
+    old = access.fresh_key(workspace, access.FLEET_KEY_NAME)
+    new = access.fresh_key(workspace, access.FLEET_KEY_NAME)  # the next fleet's
+    access.revoke_minted(workspace, old)
+    live = ApiKey.objects.filter(name=access.FLEET_KEY_NAME, revoked_at__isnull=True)
+    assert [key.key_prefix for key in live] == [new[:10]]
+    access.revoke_minted(workspace, new)
+    assert not ApiKey.objects.filter(name=access.FLEET_KEY_NAME, revoked_at__isnull=True).exists()

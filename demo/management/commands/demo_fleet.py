@@ -174,7 +174,7 @@ class Command(BaseCommand):
             fleet.run(options["seconds"])
         finally:
             self.restore(previous)
-            access.revoke(workspace, access.FLEET_KEY_NAME)
+            access.revoke_minted(workspace, key)
         say(fleet.summary(), 1)
         server_errors = fleet.tally.server_errors()
         if server_errors:
