@@ -14,10 +14,11 @@ from django.db import connection
 from rest_framework.settings import api_settings
 
 from benchmarks import direct, load
+from coordination.db import sql
 from coordination.liveness import dialect
 from coordination.models import Issue
 from coordination.paths import lock_nodes
-from coordination.services import locking, sql
+from coordination.services import locking
 from coordination.services.file_claims import claim
 
 

@@ -41,10 +41,10 @@ import psycopg
 from django.db import DatabaseError, connection, connections
 from psycopg.conninfo import make_conninfo
 
+from coordination.db import sql
+from coordination.db.rows import execute, fetchall, fetchone
 from coordination.models import Event, Workspace
-from coordination.services import sql
 from coordination.services.locking import ADVISORY_LOCK_KEYS
-from coordination.services.rows import execute, fetchall, fetchone
 
 log = logging.getLogger(__name__)
 

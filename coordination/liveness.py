@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
 
-from coordination.services.sql import Dialect
+from coordination.db.sql import Dialect
 
 
 class DbNow(Now):
@@ -66,7 +66,7 @@ def young_q(prefix: str = "") -> Q:
 
 def dialect() -> Dialect:
     """The raw-SQL form's dialect: ``dialect().live(alias)`` is the predicate, and
-    ``dialect().now()`` the clock, in the statements of ``coordination.services.sql``."""
+    ``dialect().now()`` the clock, in the statements of ``coordination.db.sql``."""
     return Dialect(
         connection.vendor,
         int(settings.PROJEKTOR_SESSION_TTL_SECONDS),

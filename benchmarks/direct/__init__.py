@@ -44,7 +44,7 @@ Left out, on purpose:
 
 Every statement an operation sends (the key lookup, the heartbeat, the lease's locks
 and WIP-cap insert, the claim's locks, holders, inserts and conflict log, the
-release, the lists) is built by the same ``coordination.services.sql`` builders the
+release, the lists) is built by the same ``coordination.db.sql`` builders the
 services call, which import nothing from Django, so this process never does; only
 each client's own session, opened before the runs and ended after them, is written
 out here. The values the services decide with (the closed statuses, how many

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.workload import AgentPlan
-from coordination.services import sql
+from coordination.db import sql
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class DirectTarget:
     # locking.path_lock_key(workspace, node) for every node a claim of the paths an
     # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)
-    # As the services' statements run (coordination.services.rows.cursor): on
+    # As the services' statements run (coordination.db.rows.cursor): on
     # PostgreSQL bound by the server and prepared after this many runs; with None,
     # bound by the client and never prepared, as on Django's cursors.
     prepare_threshold: int | None = None

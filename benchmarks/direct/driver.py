@@ -4,8 +4,8 @@ from typing import Any
 
 from benchmarks.direct.connection import DirectConnection, DirectTarget, Refused
 from benchmarks.workload import AgentPlan, run_agent
+from coordination.db import sql
 from coordination.paths import lock_nodes, meeting_point, overlapping_pairs
-from coordination.services import sql
 
 # Where the services' statements put what the bench reads of their rows.
 WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project

@@ -11,9 +11,9 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from coordination.api.auth import workspace_of
+from coordination.db.rows import Listing
 from coordination.errors import NotFound
 from coordination.models import MAX_ID, Workspace
-from coordination.services.rows import Listing
 
 # Up to 19 digits reach the view (9223372036854775807 is a valid id); a value past
 # the bigint range is a 404 there, never a database error. Longer ones match no route.

@@ -143,7 +143,7 @@ class AgentSession(models.Model):
 
 
 # The ready queue's partial index ``issue_ready_queue_idx`` is built on READY and
-# READY_RANK; the queue's statements (``coordination.services.sql.queue``) repeat
+# READY_RANK; the queue's statements (``coordination.db.sql.queue``) repeat
 # them word for word, so that the database reads the queue off the index in order
 # instead of sorting every open issue (a test asserts the plan). READY: in ``todo``,
 # meeting the definition of ready (a title and a description that are not blank).

@@ -17,9 +17,9 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from coordination.db.sql.graph import collisions_json, links_json, paths_json
 from coordination.liveness import dialect
 from coordination.models import Issue, LinkType
-from coordination.services.sql.graph import collisions_json, links_json, paths_json
 
 RESOLVED = frozenset(Issue.CLOSED_STATUSES)
 

@@ -4,12 +4,12 @@ whether one is live."""
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coordination.db import sql
+from coordination.db.rows import Listing, fetchone, take
 from coordination.filtersets import SessionFilter
 from coordination.liveness import dialect
 from coordination.models import Agent, AgentSession, AgentSessionQuerySet, Workspace, Worktree
 from coordination.selectors.filtering import checked
-from coordination.services import sql
-from coordination.services.rows import Listing, fetchone, take
 
 
 def sessions(workspace: Workspace) -> AgentSessionQuerySet:

@@ -27,10 +27,10 @@ agent, by the authentication. An agent key's session check is one indexed read
 
 import enum
 
+from coordination.db import sql
+from coordination.db.rows import fetchone
 from coordination.errors import Forbidden, InvalidInput
 from coordination.models import Agent, ApiKey, FileClaim, Issue, IssueLease
-from coordination.services import sql
-from coordination.services.rows import fetchone
 
 Kind = ApiKey.Kind
 

@@ -1,5 +1,7 @@
 """Sessions: register, heartbeat, end (docs/design.md invariant 1)."""
 
+from coordination.db import sql
+from coordination.db.rows import dialect, execute, fetchone
 from coordination.errors import SessionEnded
 from coordination.liveness import DbNow
 from coordination.models import (
@@ -12,9 +14,8 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import sessions, shown_session
-from coordination.services import access, events, file_claims, leases, runs, sql
+from coordination.services import access, events, file_claims, leases, runs
 from coordination.services.projects import reference_in
-from coordination.services.rows import dialect, execute, fetchone
 
 
 def register_session(

@@ -39,10 +39,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from coordination.db import sql
+from coordination.db.rows import dialect, execute
 from coordination.models import AgentSession, Event, EventType, IssueLease, Workspace
-from coordination.services import sql
 from coordination.services.locking import ADVISORY_LOCK_KEYS
-from coordination.services.rows import dialect, execute
 
 
 class _Buffer(threading.local):

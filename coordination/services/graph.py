@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError
 from django.db.models import F
 
+from coordination.db.rows import dialect, fetchone
 from coordination.errors import Blocked, DependencyCycle, InvalidInput, NotFound
 from coordination.models import (
     ORDERED_TYPES,
@@ -40,7 +41,6 @@ from coordination.models import (
 from coordination.paths import MAX_PATHS, ancestors, is_directory, normalise_paths, subtree_bounds
 from coordination.selectors import lookups
 from coordination.services import events
-from coordination.services.rows import dialect, fetchone
 
 # The advisory lock namespace of the graph's writers, one key per workspace ("PGR").
 GRAPH_LOCK = 0x504752

@@ -8,10 +8,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchone, loaded_values, rebuilt, take
 from coordination.errors import Forbidden, InvalidInput, NotFound
 from coordination.models import Agent, ApiKey, Workspace, hash_api_key
-from coordination.services import sql
-from coordination.services.rows import dialect, fetchone, loaded_values, rebuilt, take
 
 Kind = ApiKey.Kind
 

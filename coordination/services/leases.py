@@ -1,6 +1,6 @@
 """Issue leases: exclusive ownership of an issue, admitted by the project's WIP cap.
 
-A lease's claim and release are SQL (``coordination.services.sql.leases``), as the
+A lease's claim and release are SQL (``coordination.db.sql.leases``), as the
 file claims are: the rows come back as fully loaded instances, shown as
 ``selectors.claims.leases`` shows them (``is_live``, the agent), with no read after.
 """
@@ -8,6 +8,8 @@ file claims are: the rows come back as fully loaded instances, shown as
 from dataclasses import dataclass
 from typing import Any
 
+from coordination.db import sql
+from coordination.db.rows import dialect, execute, fetchall, fetchone, instance, take
 from coordination.errors import (
     InvalidInput,
     InvalidTransition,
@@ -31,13 +33,12 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, reclaim, sql
+from coordination.services import events, reclaim
 from coordination.services.locking import (
     lock_project,
     share_issue_nowait,
     share_lease_fence,
 )
-from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
 
 @dataclass(frozen=True)

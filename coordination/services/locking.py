@@ -87,11 +87,11 @@ import hashlib
 
 from django.db import OperationalError, connection, transaction
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchall, fetchone, instance
 from coordination.errors import NotFound
 from coordination.models import Project
 from coordination.paths import lock_nodes as paths_lock_nodes
-from coordination.services import sql
-from coordination.services.rows import dialect, fetchall, fetchone, instance
 
 # The first half of every two-part advisory key: one namespace per kind of lock, so
 # they never meet each other or another application's advisory locks (netbox's

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 
 from django.db import transaction
 
+from coordination.db import sql
+from coordination.db.rows import execute
 from coordination.models import Workspace
-from coordination.services import sql
-from coordination.services.rows import execute
 
 UNLOCK_TABLE = sql.LOG_UNLOCK
 EVERY_WORKSPACE = 0

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 
 from django.utils.dateparse import parse_datetime
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchall
 from coordination.models import EventType
-from coordination.services import events, sql
-from coordination.services.rows import dialect, fetchall
+from coordination.services import events
 
 # How often the worker looks for newly stalled sessions: "within about a minute".
 STALL_CHECK_SECONDS = 60.0

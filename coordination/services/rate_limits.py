@@ -14,7 +14,7 @@ from django.core.cache.backends.db import BaseDatabaseCache
 from django.core.cache.backends.redis import RedisCache
 from django.db import connections, router
 
-from coordination.services import rows, sql
+from coordination.db import rows, sql
 from projektor.counters import SQLiteCounterCache
 
 logger = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from django.db import models
 
+from coordination.db import sql
+from coordination.db.rows import dialect, execute, fetchone
 from coordination.models import ReleaseReason
-from coordination.services import sql
-from coordination.services.rows import dialect, execute, fetchone
 
 T = TypeVar("T")
 

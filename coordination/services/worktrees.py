@@ -15,6 +15,8 @@ from typing import Any, ClassVar, TypeAlias, assert_never
 
 from django.db import IntegrityError
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchone
 from coordination.errors import InvalidInput, StaleFence, WorktreeUnresolved
 from coordination.models import (
     Agent,
@@ -25,10 +27,9 @@ from coordination.models import (
     Worktree,
     WorktreeLock,
 )
-from coordination.services import events, reclaim, sql
+from coordination.services import events, reclaim
 from coordination.services.common import release_unreleased
 from coordination.services.locking import lock_worktree
-from coordination.services.rows import dialect, fetchone
 
 # --- worktrees ----------------------------------------------------------------
 

@@ -3,7 +3,7 @@ prepares (``settings.DATABASES`` names this backend on PostgreSQL).
 
 Django's cursors bind on the client: psycopg quotes every value into the statement's
 text, so no two calls send the same text and nothing can be prepared. The services'
-SQL (``coordination.services.rows``: every statement an agent's call makes) runs on
+SQL (``coordination.db.rows``: every statement an agent's call makes) runs on
 ``prepared_cursor()`` instead: its values travel apart from the text, and once a
 connection has run a statement ``prepare_threshold`` times (the settings' OPTIONS;
 without one it is Django's cursor after all) psycopg prepares it, so the server

@@ -2,7 +2,7 @@
 
 Each operation the bench runs goes once through the API (django.test.Client: the
 middleware, DRF, the services), recording every statement the services send through
-``coordination.services.rows`` with the rows it got back. The direct driver then runs
+``coordination.db.rows`` with the rows it got back. The direct driver then runs
 the same operation for the same agent, session and issue against those rows, replayed:
 it must send the same statements (SQL text and parameters) in the same order, and
 reach the answer the API gave. What it needs of Django's side comes from the command's
@@ -21,10 +21,11 @@ from rest_framework.settings import api_settings
 from benchmarks import environment
 from benchmarks.direct import DirectDriver, DirectTarget
 from benchmarks.workload import AgentPlan
+from coordination.db import rows
 from coordination.liveness import dialect
 from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace, hash_api_key
 from coordination.paths import lock_nodes
-from coordination.services import keys, locking, rows
+from coordination.services import keys, locking
 from coordination.services.file_claims import claim
 from tests.conftest import make_client
 

@@ -10,9 +10,10 @@ import pytest
 from django.db import connection, connections
 
 from coordination import feed
+from coordination.db import sql
+from coordination.db.rows import execute
 from coordination.models import Event, EventType, Workspace
-from coordination.services import events, messages, sql
-from coordination.services.rows import execute
+from coordination.services import events, messages
 from tests.faults.client import wait_until
 
 # A waiter that has not answered by then was not woken (its wait is WAIT_SECONDS):

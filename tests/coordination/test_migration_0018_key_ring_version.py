@@ -12,9 +12,10 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchone
 from coordination.models import Agent, ApiKey, KeyRingVersion, Workspace
-from coordination.services import keys, sql
-from coordination.services.rows import dialect, fetchone
+from coordination.services import keys
 from tests.coordination.test_migration_0014_requires_filesystem_default import migrate, triggers
 
 

@@ -12,7 +12,7 @@ from django.db.backends.postgresql.base import TIMESTAMPTZ_OID
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 from psycopg.pq import Format
 
-from coordination.services import rows
+from coordination.db import rows
 from projektor.postgresql.base import TimestamptzLoader, adapters_template
 
 TIMES = [

@@ -14,8 +14,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from coordination.db import rows
 from coordination.models import AgentSession
-from coordination.services import rows
 from tests.api_helpers import post
 
 ROOT = Path(settings.BASE_DIR)

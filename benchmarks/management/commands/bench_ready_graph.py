@@ -24,6 +24,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from benchmarks.load import analyze
+from coordination.db import sql
 from coordination.liveness import dialect
 from coordination.models import (
     Agent,
@@ -37,7 +38,7 @@ from coordination.models import (
 )
 from coordination.paths import ancestors, is_directory, subtree_bounds
 from coordination.selectors.issues import ready_issues
-from coordination.services import bulk, logs, sql
+from coordination.services import bulk, logs
 
 PAGE = 100
 

@@ -5,12 +5,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from coordination.db import sql
+from coordination.db.rows import fetchall, take
 from coordination.liveness import dialect
 from coordination.models import Agent, FileClaim, Workspace
 from coordination.paths import MAX_CHECK_PATHS, checked_paths, overlapping_pairs
 from coordination.selectors import lookups
-from coordination.services import sql
-from coordination.services.rows import fetchall, take
 
 
 @dataclass(frozen=True)

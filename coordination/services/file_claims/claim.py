@@ -62,6 +62,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from coordination.db import sql
+from coordination.db.rows import dialect, execute, fetchall, fetchone, instance, take
 from coordination.errors import (
     FileConflict,
     InvalidInput,
@@ -79,10 +81,9 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
-from coordination.services import events, leases, locking, messages, reclaim, sql
+from coordination.services import events, leases, locking, messages, reclaim
 from coordination.services.file_claims.check import Holder, overlapping_claims
 from coordination.services.file_claims.release import release_claims
-from coordination.services.rows import dialect, execute, fetchall, fetchone, instance, take
 
 # A 409 (and its claims.refused event) lists this many conflicts, then counts the rest
 # in ``conflicts_total``; the conflict log keeps every one.

@@ -3,12 +3,13 @@
 from collections.abc import Sequence
 from typing import Any
 
+from coordination.db import sql
+from coordination.db.rows import dialect, fetchall
 from coordination.models import AgentSession, EventType, Issue, ReleaseReason, Workspace
 from coordination.paths import MAX_PATHS, checked_paths
 from coordination.selectors import lookups
-from coordination.services import events, sql
+from coordination.services import events
 from coordination.services.locking import ADVISORY_LOCK_KEYS
-from coordination.services.rows import dialect, fetchall
 
 
 def release_claims(

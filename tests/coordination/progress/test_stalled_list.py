@@ -9,10 +9,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from coordination.db import sql
+from coordination.db.sql.sessions import LIVE_SESSIONS
 from coordination.liveness import dialect
 from coordination.models import Agent, AgentSession, Workspace
-from coordination.services import sql
-from coordination.services.sql.sessions import LIVE_SESSIONS
 from tests.api_helpers import V1
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,12 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coordination.db import sql
 from coordination.errors import FileConflict, InvalidInput
 from coordination.liveness import dialect
 from coordination.models import ClaimConflict, Event, FileClaim, Message, ReleaseReason
 from coordination.paths import normalise_path, overlaps
-from coordination.services import file_claims, sql
+from coordination.services import file_claims
 from coordination.services.file_claims import claim as claiming
 from tests.conftest import expire
 from tests.coordination.conftest import held

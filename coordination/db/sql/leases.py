@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from coordination.services.sql.base import (
+from coordination.db.sql.base import (
     AGENT,
     COLUMNS,
     ISSUE,

@@ -4,8 +4,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coordination.paths import overlap_probes
-from coordination.services.sql.base import (
+from coordination.db.sql.base import (
     AGENT,
     CLAIM,
     COLUMNS,
@@ -18,6 +17,7 @@ from coordination.services.sql.base import (
     columns,
     placeholders,
 )
+from coordination.paths import overlap_probes
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import threading
 import pytest
 from django.db import connections
 
+from coordination.db.rows import fetchone, instance, load_plan
+from coordination.db.sql import COLUMNS
 from coordination.models import AgentSession, FileClaim, ReleaseReason
 from coordination.services import file_claims
-from coordination.services.rows import fetchone, instance, load_plan
-from coordination.services.sql import COLUMNS
 
 
 def row_of(model, pk):

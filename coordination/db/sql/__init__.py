@@ -2,7 +2,7 @@
 
 The statements every agent request makes are SQL rather than querysets: building and
 compiling a queryset costs three to four times the round trip it sends, and a fleet
-pays that on every request (``coordination.services.rows``). They live here, and only
+pays that on every request (``coordination.db.rows``). They live here, and only
 here, so that the services and the bench's direct ceiling
 (``benchmarks.direct``) send the same statements by construction.
 
@@ -20,7 +20,7 @@ only where the backends truly do: row and advisory locks (``Dialect.lock``; SQLi
 ``coordination.services.locking``.
 """
 
-from coordination.services.sql.base import (
+from coordination.db.sql.base import (
     AGENT,
     API_KEY,
     CLAIM,
@@ -42,7 +42,7 @@ from coordination.services.sql.base import (
     placeholders,
     related_columns,
 )
-from coordination.services.sql.events import (
+from coordination.db.sql.events import (
     CHANNEL,
     EventRow,
     insert_events,
@@ -51,7 +51,7 @@ from coordination.services.sql.events import (
     still_writing,
     writer_lock_holders,
 )
-from coordination.services.sql.file_claims import (
+from coordination.db.sql.file_claims import (
     ConflictRow,
     Overlap,
     ReleasedClaim,
@@ -68,7 +68,7 @@ from coordination.services.sql.file_claims import (
     release_dead_claims,
     share_claim_issues,
 )
-from coordination.services.sql.leases import (
+from coordination.db.sql.leases import (
     assign_unassigned_issue,
     insert_lease_within_cap,
     issue_status,
@@ -83,8 +83,8 @@ from coordination.services.sql.leases import (
     unreleased_lease,
     unreleased_row,
 )
-from coordination.services.sql.queue import Queue, queue_count, queue_page, queue_window
-from coordination.services.sql.sessions import (
+from coordination.db.sql.queue import Queue, queue_count, queue_page, queue_window
+from coordination.db.sql.sessions import (
     SessionList,
     active_key,
     announce_stalls,
@@ -100,7 +100,7 @@ from coordination.services.sql.sessions import (
     shown_session,
     shown_session_columns,
 )
-from coordination.services.sql.worktrees import (
+from coordination.db.sql.worktrees import (
     close_log_door,
     count_hit,
     forget_ended_windows,

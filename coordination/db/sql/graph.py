@@ -6,7 +6,7 @@ and the issue lists carry the whole graph of each issue in the statement that re
 it: no statement per issue, none per page.
 """
 
-from coordination.services.sql.base import AGENT, CLAIM, ISSUE, SESSION, Dialect
+from coordination.db.sql.base import AGENT, CLAIM, ISSUE, SESSION, Dialect
 
 LINK = "issue_links"
 EXPECTED = "issue_expected_paths"

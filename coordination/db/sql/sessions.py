@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from coordination.services.sql.base import (
+from coordination.db.sql.base import (
     AGENT,
     API_KEY,
     ISSUE,

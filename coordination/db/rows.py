@@ -1,4 +1,4 @@
-"""Running the statements of ``coordination.services.sql`` on Django's connection, and
+"""Running the statements of ``coordination.db.sql`` on Django's connection, and
 model instances from their rows, with the values the ORM would give.
 
 The statements every agent request makes (authenticate, heartbeat, claim and release
@@ -32,8 +32,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
+from coordination.db.sql import COLUMNS, Statement
 from coordination.liveness import dialect
-from coordination.services.sql import COLUMNS, Statement
 
 M = TypeVar("M", bound=models.Model)
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from coordination.services.sql.base import LOG_UNLOCK, WORKTREE, WORKTREE_LOCK, Dialect, Statement
+from coordination.db.sql.base import LOG_UNLOCK, WORKTREE, WORKTREE_LOCK, Dialect, Statement
 
 
 def lock_worktree_row(*, worktree_id: int) -> Statement:

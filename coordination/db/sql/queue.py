@@ -1,6 +1,6 @@
 """The ready queue [get_ready_issues]: what to pick next, read off its partial index.
 
-Every agent asks it before it claims, so it is SQL (``coordination.services.rows``):
+Every agent asks it before it claims, so it is SQL (``coordination.db.rows``):
 as querysets, its count and a page of 100 issues with their leases, loaded, took 42 ms
 on PostgreSQL over 10,000 issues, most of it building querysets and instances; as
 these statements, 18 ms (in-process, profiled).
@@ -9,7 +9,7 @@ these statements, 18 ms (in-process, profiled).
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordination.services.sql.base import (
+from coordination.db.sql.base import (
     AGENT,
     ISSUE,
     LEASE,
@@ -21,7 +21,7 @@ from coordination.services.sql.base import (
     columns,
     placeholders,
 )
-from coordination.services.sql.graph import (
+from coordination.db.sql.graph import (
     blocked,
     collides,
     collisions_json,

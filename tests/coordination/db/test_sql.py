@@ -7,7 +7,7 @@ import sys
 import pytest
 from django.apps import apps
 
-from coordination.services import sql
+from coordination.db import sql
 
 TABLES = {
     "API_KEY": "ApiKey",
@@ -40,7 +40,7 @@ def test_column_lists_are_every_concrete_column_in_model_order():
 
 def test_the_builders_and_the_direct_ceiling_import_no_django():
     code = (
-        "import sys, benchmarks.direct, coordination.services.sql; "
+        "import sys, benchmarks.direct, coordination.db.sql; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
     )
     result = subprocess.run(
@@ -63,9 +63,9 @@ def test_a_release_by_an_empty_id_list_matches_nothing():
 
 
 def test_the_claim_indexes_sqlite_is_told_to_use_are_the_models():
-    """SQLite's INDEXED BY names them (coordination.services.sql.file_claims)."""
+    """SQLite's INDEXED BY names them (coordination.db.sql.file_claims)."""
+    from coordination.db.sql import file_claims as statements
     from coordination.models import FileClaim
-    from coordination.services.sql import file_claims as statements
 
     constraints = {constraint.name for constraint in FileClaim._meta.constraints}
     indexes = {tuple(index.fields): index.name for index in FileClaim._meta.indexes}

@@ -4,7 +4,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordination.services.sql.base import EVENT, Dialect, Statement
+from coordination.db.sql.base import EVENT, Dialect, Statement
 
 # The channel a commit of events notifies; app servers LISTEN on it (``coordination.feed``).
 CHANNEL = "projektor_events"
