@@ -35,6 +35,7 @@ def direct_target(bench: load.BenchWorkspace, paths: set[str]) -> direct.DirectT
         closed_statuses=frozenset(str(status) for status in Issue.CLOSED_STATUSES),
         conflicts_shown=claim.MAX_CONFLICTS_SHOWN,
         page_size=api_page_size(),
+        columns=dict(sql.COLUMNS),
         # Every node a claim of those paths locks: the paths and the directories above.
         lock_keys={node: locking.path_lock_key(bench.pk, node) for node in lock_nodes(paths)},
         prepare_threshold=options.get("prepare_threshold"),
@@ -76,18 +77,6 @@ def direct_connect_arguments(settings_dict: dict[str, Any]) -> dict[str, Any]:
             arguments["port"] = int(settings_dict["PORT"])
         return {**options, **arguments}
     return {"database": str(settings_dict["NAME"]), "timeout": options.get("timeout", 5)}
-
-
-def check_direct_columns() -> None:
-    """The statements select the columns Django selects: stop if they drifted."""
-    from django.apps import apps
-
-    for model in apps.get_app_config("coordination").get_models():
-        table = model._meta.db_table
-        if table in sql.COLUMNS:
-            columns = tuple(field.column for field in model._meta.concrete_fields)
-            if columns != sql.COLUMNS[table]:
-                raise RuntimeError(f"sql.COLUMNS[{table!r}] is out of date: {columns}")
 
 
 def postgres_setting(name: str) -> str | None:

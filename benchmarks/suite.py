@@ -36,7 +36,6 @@ from django.test import override_settings
 
 from benchmarks import agent, cpu, delivery, direct, load, reference
 from benchmarks.environment import (
-    check_direct_columns,
     direct_target,
     git_commit,
     interpreter,
@@ -99,7 +98,6 @@ class Bench:
     # --- the run -------------------------------------------------------------------------
 
     def run(self) -> BenchReport:
-        check_direct_columns()
         options = self.options
         if options.quick:
             self.report.notes.append(

@@ -22,6 +22,9 @@ class CoordinationConfig(AppConfig):
 
     def ready(self) -> None:
         from coordination.api.reference import hooks  # noqa: F401  (registers the auth scheme)
+        from coordination.db import columns
+
+        columns.register()  # the statements' column lists, from the models
 
         post_migrate.connect(create_cache_tables, sender=self)
 

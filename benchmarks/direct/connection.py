@@ -25,6 +25,7 @@ class DirectTarget:
     closed_statuses: frozenset[str]  # Issue.CLOSED_STATUSES
     conflicts_shown: int  # file_claims.claim.MAX_CONFLICTS_SHOWN
     page_size: int  # the API's pages (REST_FRAMEWORK["PAGE_SIZE"])
+    columns: dict[str, tuple[str, ...]]  # sql.COLUMNS, derived from the models
     # locking.path_lock_key(workspace, node) for every node a claim of the paths an
     # agent may claim locks (paths.lock_nodes: the paths and the directories above).
     lock_keys: dict[str, int] = field(default_factory=dict)
@@ -47,6 +48,7 @@ class DirectConnection:
     """One connection of this process, and the plumbing the operations run on."""
 
     def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
+        sql.set_columns(target.columns)  # no Django here to derive them from the models
         self.plan = plan
         self.target = target
         self.dialect = target.dialect

@@ -1,5 +1,6 @@
 """The bench operations as the SQL the API runs for them (``benchmarks.direct``)."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.direct.connection import DirectConnection, DirectTarget, Refused
@@ -7,27 +8,55 @@ from benchmarks.workload import AgentPlan, run_agent
 from coordination.db import sql
 from coordination.paths import lock_nodes, meeting_point, overlapping_pairs
 
-# Where the services' statements put what the bench reads of their rows.
-WIP_LIMIT_AT = sql.COLUMNS[sql.PROJECT].index("agent_wip_limit")  # sql.lock_issue_project
-STATUS_AT = sql.COLUMNS[sql.ISSUE].index("status")  # sql.share_claimed_issue: the issue,
-ASSIGNEE_AT = sql.COLUMNS[sql.ISSUE].index("assignee_id")
-PROJECT_AT = sql.COLUMNS[sql.ISSUE].index("project_id")  # (sql.claim_context)
-SESSION_AT = len(sql.COLUMNS[sql.ISSUE])  # then the session
-FENCE_AT = sql.COLUMNS[sql.LEASE].index("fence")  # a lease's columns,
-RELEASED_PROJECT_AT = len(sql.COLUMNS[sql.LEASE])  # then (sql.release_leases) its project
-# sql.overlapping_holders and sql.insert_claims: a claim's columns (the agent's and the
-# session's liveness after them).
-HOLDER_ISSUE_AT = sql.COLUMNS[sql.CLAIM].index("issue_id")
-HOLDER_SESSION_AT = sql.COLUMNS[sql.CLAIM].index("session_id")
-HOLDER_AGENT_AT = sql.COLUMNS[sql.CLAIM].index("agent_id")
-HOLDER_PATH_AT = sql.COLUMNS[sql.CLAIM].index("path")
-HOLDER_AGENT_NAME_AT = len(sql.COLUMNS[sql.CLAIM]) + sql.COLUMNS[sql.AGENT].index("name")
+
+@dataclass(frozen=True)
+class Offsets:
+    """Where the services' statements put what the bench reads of their rows (from
+    ``sql.COLUMNS``, which this process fills from its ``DirectTarget``)."""
+
+    wip_limit: int  # sql.lock_issue_project
+    status: int  # sql.share_claimed_issue: the issue,
+    assignee: int
+    project: int  # (sql.claim_context)
+    session: int  # then the session
+    fence: int  # a lease's columns,
+    released_project: int  # then (sql.release_leases) its project
+    # sql.overlapping_holders and sql.insert_claims: a claim's columns (the agent's and
+    # the session's liveness after them).
+    holder_issue: int
+    holder_session: int
+    holder_agent: int
+    holder_path: int
+    holder_agent_name: int
+
+    @classmethod
+    def of(cls, columns: dict[str, tuple[str, ...]]) -> "Offsets":
+        project, issue, lease = columns[sql.PROJECT], columns[sql.ISSUE], columns[sql.LEASE]
+        claim, agent = columns[sql.CLAIM], columns[sql.AGENT]
+        return cls(
+            wip_limit=project.index("agent_wip_limit"),
+            status=issue.index("status"),
+            assignee=issue.index("assignee_id"),
+            project=issue.index("project_id"),
+            session=len(issue),
+            fence=lease.index("fence"),
+            released_project=len(lease),
+            holder_issue=claim.index("issue_id"),
+            holder_session=claim.index("session_id"),
+            holder_agent=claim.index("agent_id"),
+            holder_path=claim.index("path"),
+            holder_agent_name=len(claim) + agent.index("name"),
+        )
 
 
 class DirectDriver(DirectConnection):
     """The bench operations as SQL on one connection of this process."""
 
     kept_key: tuple[int, int] | None = None  # (key id, key ring version), as keys keeps it
+
+    def __init__(self, plan: AgentPlan, target: DirectTarget) -> None:
+        super().__init__(plan, target)
+        self.at = Offsets.of(target.columns)
 
     def active_key(self) -> None:
         """keys.active_key: every request starts with it. A key read before: its row
@@ -92,7 +121,7 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if project is None:
             raise Refused("404")
-        project_id, limit = int(project[0]), int(project[WIP_LIMIT_AT])
+        project_id, limit = int(project[0]), int(project[self.at.wip_limit])
         claimer = self.send(  # leases.share_claimed_issue
             sql.share_claimed_issue(
                 self.dialect,
@@ -101,9 +130,9 @@ class DirectDriver(DirectConnection):
                 session_id=self.session_id,
             )
         ).fetchone()
-        if claimer[SESSION_AT] is None:
+        if claimer[self.at.session] is None:
             raise Refused("400")
-        if claimer[STATUS_AT] in self.target.closed_statuses:
+        if claimer[self.at.status] in self.target.closed_statuses:
             raise Refused("409 invalid_transition")
         lease = self.send(  # leases.insert_lease_within_cap
             sql.insert_lease_within_cap(
@@ -118,7 +147,7 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if lease is None:
             raise Refused("409 lease_held")  # the bench's agents never share an issue
-        if claimer[ASSIGNEE_AT] is None:  # leases.assign_if_unassigned
+        if claimer[self.at.assignee] is None:  # leases.assign_if_unassigned
             self.send(
                 sql.assign_unassigned_issue(
                     self.dialect, issue_id=issue_id, agent_id=self.plan.agent_id
@@ -127,7 +156,7 @@ class DirectDriver(DirectConnection):
         self.write_event(
             "lease.granted",
             project_id=project_id,
-            data={"lease": lease[0], "fence": lease[FENCE_AT]},
+            data={"lease": lease[0], "fence": lease[self.at.fence]},
         )
 
     def write_event(self, type: str, *, project_id: int | None, data: dict[str, Any]) -> None:
@@ -171,7 +200,7 @@ class DirectDriver(DirectConnection):
             if not released:
                 raise Refused("409 lease_not_held")
             row = released[0]
-            lease_id, fence, project_id = row[0], row[FENCE_AT], row[RELEASED_PROJECT_AT]
+            lease_id, fence, project_id = row[0], row[self.at.fence], row[self.at.released_project]
             self.write_event(
                 "lease.released",
                 project_id=project_id,
@@ -203,8 +232,8 @@ class DirectDriver(DirectConnection):
         ).fetchone()
         if row is None:
             raise Refused("404")
-        self.project_id = int(row[PROJECT_AT])
-        if row[SESSION_AT] is None:
+        self.project_id = int(row[self.at.project])
+        if row[self.at.session] is None:
             raise Refused("400")
         if not row[-1]:
             raise Refused("409 session_not_live")
@@ -215,7 +244,11 @@ class DirectDriver(DirectConnection):
         holders = self.send(  # file_claims.overlapping_claims(lock=True)
             sql.overlapping_holders(self.dialect, workspace_id=self.workspace_id, overlap=overlap)
         ).fetchall()
-        issue_at, session_at, path_at = HOLDER_ISSUE_AT, HOLDER_SESSION_AT, HOLDER_PATH_AT
+        issue_at, session_at, path_at = (
+            self.at.holder_issue,
+            self.at.holder_session,
+            self.at.holder_path,
+        )
         holding = [row for row in holders if row[session_at] is None or row[-1]]  # live last
         contested = [row for row in holding if row[issue_at] != issue_id]
         kept = {row[path_at] for row in holding if row[issue_at] == issue_id}
@@ -230,7 +263,7 @@ class DirectDriver(DirectConnection):
                     "held_path": row[path_at],
                     "issue": row[issue_at],
                     "session": row[session_at],
-                    "agent": row[HOLDER_AGENT_NAME_AT],  # file_claims.check.Holder
+                    "agent": row[self.at.holder_agent_name],  # file_claims.check.Holder
                 }
                 for path, row in pairs
             ]
@@ -261,7 +294,7 @@ class DirectDriver(DirectConnection):
             self.write_event(
                 "claims.granted",
                 project_id=self.project_id,
-                data={"paths": sorted(row[HOLDER_PATH_AT] for row in inserted)},
+                data={"paths": sorted(row[self.at.holder_path] for row in inserted)},
             )
         return "201"
 
@@ -292,13 +325,13 @@ class DirectDriver(DirectConnection):
         overlapping holder), at the deeper path, in one INSERT."""
         rows = [
             sql.ConflictRow(
-                path=meeting_point(path, row[HOLDER_PATH_AT]),
+                path=meeting_point(path, row[self.at.holder_path]),
                 rejected_issue_id=self.plan.issue_id,
                 rejected_session_id=self.session_id,
                 rejected_agent_id=self.plan.agent_id,
-                holding_issue_id=row[HOLDER_ISSUE_AT],
-                holding_session_id=row[HOLDER_SESSION_AT],
-                holding_agent_id=row[HOLDER_AGENT_AT],
+                holding_issue_id=row[self.at.holder_issue],
+                holding_session_id=row[self.at.holder_session],
+                holding_agent_id=row[self.at.holder_agent],
             )
             for path, row in pairs
         ]

@@ -76,15 +76,15 @@ Converters = tuple[tuple[Callable[..., Any], ...], Any]
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """How a row of ``sql.COLUMNS[table]`` becomes ``model``'s ``from_db`` arguments:
-    where each concrete field's value sits in the row, and its converters. Made once
-    per model and connection (the converters are the connection's own methods):
-    asking Django for them, field by field through the connection proxy, cost twice
-    the loading itself (10 claims: ~0.25 ms of a claim request, profiled)."""
+    """How a row of ``sql.COLUMNS[table]`` (the model's concrete columns, in field
+    order: ``coordination.db.columns``) becomes ``model``'s ``from_db`` arguments: each
+    field's converters. Made once per model and connection (the converters are the
+    connection's own methods): asking Django for them, field by field through the
+    connection proxy, cost twice the loading itself (10 claims: ~0.25 ms of a claim
+    request, profiled)."""
 
     width: int  # len(sql.COLUMNS[table])
     attnames: list[str]  # the concrete fields', in the order from_db takes them
-    positions: list[int]  # of each of them in the row
     converters: list[Converters]
 
 
@@ -99,20 +99,17 @@ def load_plan(db: BaseDatabaseWrapper, model: type[models.Model]) -> LoadPlan:
     plan = plans.get(model)
     if plan is None:
         table = model._meta.db_table
-        names = COLUMNS[table]
         fields = model._meta.concrete_fields
-        missing = [field.attname for field in fields if field.attname not in names]
-        if missing:
-            raise KeyError(f"sql.COLUMNS[{table!r}] lags the model: no {missing}")
+        if COLUMNS.get(table) != tuple(field.column for field in fields):
+            raise KeyError(f"sql.COLUMNS[{table!r}] is not {model.__name__}'s columns")
         converters: list[Converters] = []
         for field in fields:
             column = field.get_col(table)
             found = db.ops.get_db_converters(column) + column.get_db_converters(db)
             converters.append((tuple(found), column))
         plan = LoadPlan(
-            width=len(names),
+            width=len(fields),
             attnames=[field.attname for field in fields],
-            positions=[names.index(field.attname) for field in fields],
             converters=converters,
         )
         plans[model] = plan  # a connection serves one thread: no race
@@ -130,8 +127,7 @@ def instance(model: type[M], values: Sequence[Any]) -> M:
     if len(values) != plan.width:
         raise ValueError(f"{model.__name__}: {len(values)} values for {plan.width} columns")
     converted = []
-    for position, (converters, column) in zip(plan.positions, plan.converters, strict=True):
-        value = values[position]
+    for value, (converters, column) in zip(values, plan.converters, strict=True):
         if value is not None:
             for convert in converters:
                 value = convert(value, column, db)

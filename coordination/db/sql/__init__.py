@@ -41,6 +41,7 @@ from coordination.db.sql.base import (
     columns,
     placeholders,
     related_columns,
+    set_columns,
 )
 from coordination.db.sql.events import (
     CHANNEL,
@@ -175,6 +176,7 @@ __all__ = [
     "announce_stalls",
     "progress",
     "related_columns",
+    "set_columns",
     "release_leases",
     "run_agent",
     "session_agent",

@@ -1,7 +1,7 @@
 """The ground every statement stands on: table names, column lists, the dialect."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,38 +29,10 @@ EVENT = "coordination_event"
 
 # Every concrete column of each model, in the model's field order: rows read with these
 # become fully loaded model instances (``rows.instance``), never half-loaded ones whose
-# later attribute reads would quietly query. Tests pin them against the models.
-COLUMNS: dict[str, tuple[str, ...]] = {
-    API_KEY: (
-        "id", "workspace_id", "name", "key_prefix", "key_hash", "created_at", "revoked_at",
-        "kind", "agent_id", "can_force", "expires_at",
-    ),
-    WORKSPACE: ("id", "slug", "name", "created_at", "events_pruned_through"),
-    WORKTREE: ("id", "workspace_id", "slug", "name", "path", "branch", "created_at"),
-    PROJECT: (
-        "id", "workspace_id", "key", "name", "agent_wip_limit", "max_lease_age_seconds",
-        "primary_worktree_id", "created_at",
-    ),
-    AGENT: ("id", "workspace_id", "name", "role", "department", "worktree_id", "created_at"),
-    SESSION: (
-        "id", "workspace_id", "agent_id", "status", "started_at", "last_heartbeat_at",
-        "ended_at", "api_key_id", "last_progress_at", "progress_note", "stall_announced_for",
-    ),
-    ISSUE: (
-        "id", "workspace_id", "project_id", "title", "description", "status", "priority",
-        "report", "requires_filesystem", "worktree_id", "assignee_id", "created_at",
-        "updated_at",
-    ),
-    # The holding's own columns (models.Holding) come before the lease's.
-    LEASE: (
-        "id", "acquired_at", "released_at", "release_reason", "fence", "workspace_id",
-        "issue_id", "session_id", "agent_id", "ages_out_at",
-    ),
-    CLAIM: (
-        "id", "workspace_id", "issue_id", "session_id", "agent_id", "path", "claimed_at",
-        "released_at", "release_reason",
-    ),
-}  # fmt: skip
+# later attribute reads would quietly query. Derived from the models, never written by
+# hand: ``coordination.db.columns`` fills it when Django is ready, and the bench's
+# direct ceiling (which runs without Django) from what its command read off the models.
+COLUMNS: dict[str, tuple[str, ...]] = {}
 
 
 @cache  # a few dozen (table, alias) pairs; every statement of every request names some
@@ -77,6 +49,14 @@ def related_columns(table: str, key: str) -> str:
     return ", ".join(
         f"(SELECT r.{column} FROM {table} r WHERE r.id = {key})" for column in COLUMNS[table]
     )
+
+
+def set_columns(derived: Mapping[str, tuple[str, ...]]) -> None:
+    """Fill ``COLUMNS`` (table: its columns) and forget the lists built from it."""
+    COLUMNS.clear()
+    COLUMNS.update(derived)
+    columns.cache_clear()
+    related_columns.cache_clear()
 
 
 def placeholders(values: Sequence[Any]) -> str:

@@ -62,4 +62,4 @@ def test_each_connection_has_its_own_plans():
     thread.join()
     ((their_connection, their_plan),) = theirs
     assert their_connection is not connections["default"]
-    assert their_plan is not ours and their_plan.positions == ours.positions
+    assert their_plan is not ours and their_plan.attnames == ours.attnames

@@ -1,13 +1,15 @@
-"""The SQL home: its table names and column lists are the models', and it (with the
-bench's direct ceiling, which sends its statements) runs without Django."""
+"""The SQL home: its table names and column lists are the models' (the lists derived
+from them), and it (with the bench's direct ceiling, which sends its statements) runs
+without Django."""
 
 import subprocess
 import sys
 
 import pytest
 from django.apps import apps
+from django.db import connections
 
-from coordination.db import sql
+from coordination.db import rows, sql
 
 TABLES = {
     "API_KEY": "ApiKey",
@@ -29,13 +31,42 @@ def test_table_names_are_the_models_tables(constant, model):
     assert getattr(sql, constant) == apps.get_model("coordination", model)._meta.db_table
 
 
+def coordination_models():
+    return apps.get_app_config("coordination").get_models()
+
+
 def test_column_lists_are_every_concrete_column_in_model_order():
-    tables = {
-        model._meta.db_table: model for model in apps.get_app_config("coordination").get_models()
-    }
-    for table, columns in sql.COLUMNS.items():
-        model = tables[table]
-        assert columns == tuple(field.column for field in model._meta.concrete_fields), table
+    """Derived from the models (``coordination.db.columns``), none written by hand."""
+    assert {
+        model._meta.db_table: tuple(field.column for field in model._meta.concrete_fields)
+        for model in coordination_models()
+    } == sql.COLUMNS
+
+
+@pytest.mark.parametrize("model", coordination_models(), ids=lambda model: model.__name__)
+def test_the_statements_select_what_the_orm_selects_and_the_rows_mapping_loads(model):
+    """A statement's column list is the ORM's own SELECT, in its order, and the rows
+    mapping (``rows.load_plan``) takes it as ``from_db``'s fields."""
+    table = model._meta.db_table
+    selected, _, _ = model.objects.all().query.get_compiler("default").get_select()
+    orm = ", ".join(f"t.{expression.target.column}" for expression, _, _ in selected)
+    assert sql.columns(table, "t") == orm
+    plan = rows.load_plan(connections["default"], model)
+    assert plan.width == len(sql.COLUMNS[table])
+    assert plan.attnames == [field.attname for field in model._meta.concrete_fields]
+
+
+def test_the_rows_mapping_refuses_column_lists_that_are_not_the_models():
+    derived = dict(sql.COLUMNS)
+    table = sql.SESSION
+    try:
+        sql.set_columns({**derived, table: derived[table][:-1]})
+        rows.PLANS.clear()
+        with pytest.raises(KeyError, match="AgentSession"):
+            rows.load_plan(connections["default"], apps.get_model("coordination", "AgentSession"))
+    finally:
+        sql.set_columns(derived)
+        rows.PLANS.clear()
 
 
 def test_the_builders_and_the_direct_ceiling_import_no_django():
