@@ -15,7 +15,7 @@ from rest_framework.settings import api_settings
 
 from benchmarks import direct, load
 from coordination.db import sql
-from coordination.liveness import dialect
+from coordination.db.rows import dialect
 from coordination.models import Issue
 from coordination.paths import lock_nodes
 from coordination.services import locking

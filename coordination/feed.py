@@ -44,7 +44,6 @@ from psycopg.conninfo import make_conninfo
 from coordination.db import sql
 from coordination.db.rows import execute, fetchall, fetchone
 from coordination.models import Event, Workspace
-from coordination.services.locking import ADVISORY_LOCK_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +121,7 @@ def read(
 def writers_done(workspace: Workspace, bound: float) -> bool:
     """Wait until the transactions holding the workspace's event-writer lock now have
     finished; False if they have not within ``bound`` seconds."""
-    namespace = ADVISORY_LOCK_KEYS["event_log"]
+    namespace = sql.ADVISORY_LOCK_KEYS["event_log"]
     holders = [
         vxid
         for (vxid,) in fetchall(

@@ -3,19 +3,19 @@
 A session is live iff ``status = 'active'`` and its last heartbeat is younger than
 ``PROJEKTOR_SESSION_TTL_SECONDS``. Heartbeats are written and judged with the
 database's clock (``DbNow``: the statement's time) so app servers whose clocks drift
-still agree. The ORM form and the raw-SQL form below are the same predicate; every
+still agree. The ORM form here and the raw-SQL form (``coordination.db.sql.Dialect``,
+on the connection's ``coordination.db.rows.dialect()``) are the same predicate; every
 listing, reclaim and admission check goes through one of them.
+
+The models' floor: it imports nothing of coordination.
 """
 
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
-
-from coordination.db.sql import Dialect
 
 
 class DbNow(Now):
@@ -62,13 +62,3 @@ def stalled_q(prefix: str = "") -> Q:
 def young_q(prefix: str = "") -> Q:
     """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 17)."""
     return Q(**{f"{prefix}ages_out_at__isnull": True}) | Q(**{f"{prefix}ages_out_at__gt": DbNow()})
-
-
-def dialect() -> Dialect:
-    """The raw-SQL form's dialect: ``dialect().live(alias)`` is the predicate, and
-    ``dialect().now()`` the clock, in the statements of ``coordination.db.sql``."""
-    return Dialect(
-        connection.vendor,
-        int(settings.PROJEKTOR_SESSION_TTL_SECONDS),
-        int(settings.PROJEKTOR_STALL_AFTER_SECONDS),
-    )

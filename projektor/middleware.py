@@ -23,11 +23,11 @@ replaced instead of failing once.
 Only errors about the database's availability count: an ``IntegrityError``, a
 ``ProgrammingError`` or a ``DataError`` is a bug or bad data and stays a 500.
 SQLite reports programming mistakes ("no such table", syntax errors) as
-``OperationalError`` too, so for SQLite only the messages below count.
+``OperationalError`` too, so for SQLite only some messages count
+(``coordination.unavailable``, which the MCP endpoint shares).
 """
 
 import logging
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable
@@ -36,45 +36,16 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import got_request_exception
-from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from coordination.unavailable import UNAVAILABLE, is_database_unavailable
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 JSON_PREFIXES = ("/api/", "/mcp")
-UNAVAILABLE = {
-    "code": "unavailable",
-    "detail": "The database is unavailable; retry shortly.",
-}
-SQLITE_UNAVAILABLE = (
-    "database is locked",
-    "database table is locked",
-    "unable to open database",
-    "disk i/o error",
-    "database or disk is full",
-)
 MARK = "_projektor_database_unavailable"
-
-
-def is_database_unavailable(error: BaseException | None) -> bool:
-    """True for an error that says the database cannot serve now, not that the
-    request or the code is wrong."""
-    if isinstance(error, InterfaceError):
-        # psycopg: the connection is closed or broken. sqlite3's InterfaceError is a
-        # parameter that cannot be bound: a programming error.
-        return not isinstance(error.__cause__, sqlite3.Error)
-    if not isinstance(error, OperationalError):
-        return False
-    cause = error.__cause__
-    if isinstance(cause, sqlite3.Error):
-        message = str(cause).lower()
-        return any(marker in message for marker in SQLITE_UNAVAILABLE)
-    # psycopg's OperationalError: connection refused or lost, the server shutting
-    # down or terminating the backend, too many connections, a deadlock or a lock
-    # or statement timeout. Each is transient: retrying later is the right advice.
-    return True
 
 
 def wants_json(request: HttpRequest) -> bool:

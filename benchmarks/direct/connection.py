@@ -16,7 +16,7 @@ class DirectTarget:
     """Where and how a direct client connects, and the SQL fragments it needs from
     Django (built by the command, so this process never imports it)."""
 
-    dialect: sql.Dialect  # the services' (coordination.liveness.dialect())
+    dialect: sql.Dialect  # the services' (coordination.db.rows.dialect())
     connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
     key_hash: str  # coordination.models.hash_api_key(raw key)
     advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]

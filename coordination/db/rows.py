@@ -28,14 +28,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
-from coordination.db.sql import COLUMNS, Statement
-from coordination.liveness import dialect
+from coordination.db.sql import COLUMNS, Dialect, Statement
 
 M = TypeVar("M", bound=models.Model)
+
+
+def dialect() -> Dialect:
+    """The statements' dialect on this connection: ``dialect().live(alias)`` is the
+    liveness predicate (invariant 1, ``coordination.liveness``), ``dialect().now()``
+    the clock."""
+    return Dialect(
+        connection.vendor,
+        int(settings.PROJEKTOR_SESSION_TTL_SECONDS),
+        int(settings.PROJEKTOR_STALL_AFTER_SECONDS),
+    )
 
 
 def cursor(using: str = DEFAULT_DB_ALIAS) -> CursorWrapper:

@@ -25,8 +25,8 @@ from rest_framework.renderers import JSONRenderer
 
 from coordination.api.exceptions import exception_handler
 from coordination.api.serializers.fields import IdField
-from coordination.mcp.tools import ToolSpec
-from projektor.middleware import UNAVAILABLE, is_database_unavailable
+from coordination.tools import ToolSpec
+from coordination.unavailable import UNAVAILABLE, is_database_unavailable
 
 logger = logging.getLogger(__name__)
 

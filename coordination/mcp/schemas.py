@@ -15,8 +15,8 @@ from typing import Any
 
 from drf_spectacular.generators import SchemaGenerator
 
-from coordination.mcp.tools import TOOLS, ToolSpec
 from coordination.models import MAX_ID
+from coordination.tools import TOOLS, ToolSpec
 
 logger = logging.getLogger(__name__)
 

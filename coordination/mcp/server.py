@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from coordination.mcp import rest, whoami
 from coordination.mcp.schemas import input_schemas
-from coordination.mcp.tools import TOOLS, TOOLS_BY_NAME
+from coordination.tools import TOOLS, TOOLS_BY_NAME
 
 # The key of the ASGI scope's "state" under which the view passes its Django
 # request, whose Authorization header (and host, address) each tool call reuses.

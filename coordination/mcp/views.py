@@ -32,7 +32,7 @@ from coordination.api.auth import ApiKeyAuthentication
 from coordination.mcp.rest import SERVER_ERROR
 from coordination.mcp.server import handle_http
 from coordination.models import ApiKey
-from projektor.middleware import is_database_unavailable
+from coordination.unavailable import is_database_unavailable
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from rest_framework.exceptions import ValidationError
 
 from coordination.mcp import rest
-from coordination.mcp.tools import API, ToolSpec
+from coordination.tools import API, ToolSpec
 
 NAME = "whoami"
 DESCRIPTION = (

@@ -17,8 +17,8 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from coordination.db.rows import dialect
 from coordination.db.sql.graph import collisions_json, links_json, paths_json
-from coordination.liveness import dialect
 from coordination.models import Issue, LinkType
 
 RESOLVED = frozenset(Issue.CLOSED_STATUSES)

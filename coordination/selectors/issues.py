@@ -7,9 +7,8 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from coordination.db import sql
-from coordination.db.rows import Listing, take
+from coordination.db.rows import Listing, dialect, take
 from coordination.filtersets import IssueFilter
-from coordination.liveness import dialect
 from coordination.models import Agent, Issue, IssueLease, Project, Workspace, Worktree
 from coordination.selectors.filtering import filtered
 from coordination.selectors.graph import attach, with_graph

@@ -5,9 +5,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coordination.db import sql
-from coordination.db.rows import Listing, fetchone, take
+from coordination.db.rows import Listing, dialect, fetchone, take
 from coordination.filtersets import SessionFilter
-from coordination.liveness import dialect
 from coordination.models import Agent, AgentSession, AgentSessionQuerySet, Workspace, Worktree
 from coordination.selectors.filtering import checked
 

@@ -93,13 +93,9 @@ from coordination.errors import NotFound
 from coordination.models import Project
 from coordination.paths import lock_nodes as paths_lock_nodes
 
-# The first half of every two-part advisory key: one namespace per kind of lock, so
-# they never meet each other or another application's advisory locks (netbox's
-# ADVISORY_LOCK_KEYS habit).
-ADVISORY_LOCK_KEYS = {
-    "file_claim_path": 0x50464C,  # "PFL"
-    "event_log": 0x50454C,  # "PEL": one per workspace, held by its event writer to commit
-}
+# The advisory locks' namespaces live with the statements that take them (the event
+# feed, a reader below the services, waits on the event writers' lock).
+ADVISORY_LOCK_KEYS = sql.ADVISORY_LOCK_KEYS
 
 # PostgreSQL's lock_not_available, raised by NOWAIT.
 LOCK_NOT_AVAILABLE = "55P03"

@@ -15,7 +15,6 @@ from django.core.cache.backends.redis import RedisCache
 from django.db import connections, router
 
 from coordination.db import rows, sql
-from projektor.counters import SQLiteCounterCache
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +27,9 @@ def hit(key: str, period: int) -> int:
     ttl = 2 * period  # a window's key is used for one period; the rest is slack
     if isinstance(cache, RedisCache):
         return _hit_redis(cache, key, ttl)
-    if isinstance(cache, SQLiteCounterCache):  # SQLite: a file of their own
-        return cache.hit(key, ttl)
+    counted = getattr(cache, "hit", None)  # a backend that counts atomically itself:
+    if counted is not None:  # SQLite's file of its own (projektor.counters)
+        return int(counted(key, ttl))
     if isinstance(cache, BaseDatabaseCache):
         return _hit_database(cache, key, ttl)
     if cache.add(key, 1, ttl):

@@ -22,7 +22,7 @@ from benchmarks import environment
 from benchmarks.direct import DirectDriver, DirectTarget
 from benchmarks.workload import AgentPlan
 from coordination.db import rows
-from coordination.liveness import dialect
+from coordination.db.rows import dialect
 from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace, hash_api_key
 from coordination.paths import lock_nodes
 from coordination.services import keys, locking

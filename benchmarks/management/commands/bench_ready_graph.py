@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from benchmarks.load import analyze
 from coordination.db import sql
-from coordination.liveness import dialect
+from coordination.db.rows import dialect
 from coordination.models import (
     Agent,
     AgentSession,

@@ -14,7 +14,7 @@ from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
 from coordination.api import access
 from coordination.api.reference.refusals import FORCE_TO_MINT, Refusal, by_status, error_schema
 from coordination.api.reference.shared import shared_refusals
-from coordination.mcp.tools import TOOLS  # a table of plain data: no import cycle
+from coordination.tools import TOOLS  # the MCP table, below both the API and MCP
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

@@ -7,7 +7,7 @@ from typing import Any
 
 from coordination import errors as e
 from coordination.api.reference.refusals import Refusal, answer, refusal
-from projektor.middleware import UNAVAILABLE
+from coordination.unavailable import UNAVAILABLE
 
 # --- what every operation may answer --------------------------------------------------
 

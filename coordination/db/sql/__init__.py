@@ -21,6 +21,7 @@ only where the backends truly do: row and advisory locks (``Dialect.lock``; SQLi
 """
 
 from coordination.db.sql.base import (
+    ADVISORY_LOCK_KEYS,
     AGENT,
     API_KEY,
     CLAIM,
@@ -111,6 +112,7 @@ from coordination.db.sql.worktrees import (
 )
 
 __all__ = [
+    "ADVISORY_LOCK_KEYS",
     "AGENT",
     "CHANNEL",
     "API_KEY",

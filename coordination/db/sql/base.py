@@ -27,6 +27,14 @@ RUN = "coordination_run"
 LOG_UNLOCK = "projektor_log_unlock"
 EVENT = "coordination_event"
 
+# The first half of every two-part advisory key: one namespace per kind of lock, so
+# they never meet each other or another application's advisory locks (netbox's
+# ADVISORY_LOCK_KEYS habit). The lock order is told in coordination.services.locking.
+ADVISORY_LOCK_KEYS = {
+    "file_claim_path": 0x50464C,  # "PFL"
+    "event_log": 0x50454C,  # "PEL": one per workspace, held by its event writer to commit
+}
+
 # Every concrete column of each model, in the model's field order: rows read with these
 # become fully loaded model instances (``rows.instance``), never half-loaded ones whose
 # later attribute reads would quietly query. Derived from the models, never written by

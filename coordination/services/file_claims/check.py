@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from coordination.db import sql
-from coordination.db.rows import fetchall, take
-from coordination.liveness import dialect
+from coordination.db.rows import dialect, fetchall, take
 from coordination.models import Agent, FileClaim, Workspace
 from coordination.paths import MAX_CHECK_PATHS, checked_paths, overlapping_pairs
 from coordination.selectors import lookups

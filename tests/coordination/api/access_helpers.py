@@ -10,7 +10,6 @@ from typing import Any
 from django.apps import apps
 from django.urls import resolve
 
-from coordination.mcp.tools import ToolSpec
 from coordination.models import ApiKey, FileClaim, Issue, IssueLease, IssueLink, Project, Workspace
 from coordination.services import (
     agents,
@@ -23,6 +22,7 @@ from coordination.services import (
     workflow,
     worktrees,
 )
+from coordination.tools import ToolSpec
 from tests.coordination.api.test_auth import ROUTES
 
 PERSONAS = ("fleet", "agent_own", "agent_other", "agent_no_force", "read")

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from coordination.mcp import whoami
-from coordination.mcp.tools import TOOLS, ToolSpec
+from coordination.tools import TOOLS, ToolSpec
 from tests.coordination.api.access_helpers import (
     CALLS,
     EXPECTED,

@@ -167,7 +167,7 @@ def test_the_queue_is_read_off_its_partial_index_in_order(workspace, queue):
     # database would sort every open issue again. (The page's 100 rows are sorted again
     # after their joins: that sort is not this one.)
     from coordination.db import sql
-    from coordination.liveness import dialect
+    from coordination.db.rows import dialect
 
     ready = sql.Queue(workspace_id=workspace.pk)
     plan = plan_of(sql.queue_window(dialect(), ready, limit=100, offset=0))

@@ -21,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from benchmarks import server as harness
-from coordination.liveness import dialect
+from coordination.db.rows import dialect
 from coordination.models import ApiKey
 from tests.faults.client import Outcome, call, wait_until
 

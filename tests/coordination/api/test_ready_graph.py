@@ -190,7 +190,7 @@ def test_the_collisions_are_index_lookups_of_the_live_claims(workspace):
     """The claims are probed through their partial index of unreleased paths, by
     equality and by range, never scanned: the cost is flat in the claims held."""
     from coordination.db import sql
-    from coordination.liveness import dialect
+    from coordination.db.rows import dialect
     from tests.coordination.api.test_issues_ready import plan_of
 
     queue = sql.Queue(workspace_id=workspace.pk, avoid_collisions=True)
@@ -221,7 +221,7 @@ def plan_nodes(statement, *, analyze=False):
 
 def queue_statements(workspace, **flags):
     from coordination.db import sql
-    from coordination.liveness import dialect
+    from coordination.db.rows import dialect
 
     queue = sql.Queue(workspace_id=workspace.pk, **flags)
     return {

@@ -24,8 +24,8 @@ from rest_framework.test import APIClient
 import coordination
 from coordination import errors
 from coordination.api.reference import spectacular
-from coordination.mcp.tools import TOOLS
 from coordination.models import ApiKey, Issue
+from coordination.tools import TOOLS
 from tests.api_helpers import V1, post
 from tests.conftest import expire
 

@@ -3,8 +3,8 @@ gives the others (as the REST filter does), ``live=null`` every session."""
 
 import pytest
 
-from coordination.mcp.tools import TOOLS_BY_NAME
 from coordination.services import agents
+from coordination.tools import TOOLS_BY_NAME
 from tests.conftest import expire
 from tests.coordination.mcp.conftest import call, connect, refused, run
 

@@ -3,7 +3,7 @@
 import pytest
 
 from coordination.mcp.schemas import derived_input_schema, openapi_document
-from coordination.mcp.tools import TOOLS as TOOL_TABLE
+from coordination.tools import TOOLS as TOOL_TABLE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

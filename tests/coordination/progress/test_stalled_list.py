@@ -10,8 +10,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from coordination.db import sql
+from coordination.db.rows import dialect
 from coordination.db.sql.sessions import LIVE_SESSIONS
-from coordination.liveness import dialect
 from coordination.models import Agent, AgentSession, Workspace
 from tests.api_helpers import V1
 

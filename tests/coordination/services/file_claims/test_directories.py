@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coordination.db import sql
+from coordination.db.rows import dialect
 from coordination.errors import FileConflict, InvalidInput
-from coordination.liveness import dialect
 from coordination.models import ClaimConflict, Event, FileClaim, Message, ReleaseReason
 from coordination.paths import normalise_path, overlaps
 from coordination.services import file_claims

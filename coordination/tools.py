@@ -1,5 +1,9 @@
 """The MCP tools: one row per tool, naming the REST call it makes.
 
+Plain data, below both ``coordination.mcp``, which serves the tools, and
+``coordination.api``, whose reference lists them: the API never imports MCP, which
+stands above it (it calls the REST views).
+
 A tool call is that REST call, made in-process (``coordination.mcp.rest``): the
 same view, serializer, service and errors, so MCP and REST cannot drift. The
 arguments are the REST body (or, for a GET, the query parameters), plus the URL
