@@ -32,7 +32,7 @@ def test_table_names_are_the_models_tables(constant, model):
 
 
 def coordination_models():
-    return apps.get_app_config("coordination").get_models()
+    return list(apps.get_app_config("coordination").get_models())
 
 
 def test_column_lists_are_every_concrete_column_in_model_order():
