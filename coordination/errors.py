@@ -92,15 +92,16 @@ class StaleFence(Conflict):
 
 
 class Blocked(Conflict):
-    """The issue has an unresolved blocker (invariant 16): not started, not moved to
-    in_progress."""
+    """The issue has an unresolved blocker (invariant 16 (the work graph)): not started, not moved
+    to in_progress."""
 
     code = "blocked"
     default_detail = "The issue has unresolved blockers; finish or cancel them first."
 
 
 class DependencyCycle(Conflict):
-    """A ``blocks`` or ``parent_of`` link that would close a cycle (invariant 16)."""
+    """A ``blocks`` or ``parent_of`` link that would close a cycle (invariant 16 (the work
+    graph))."""
 
     code = "dependency_cycle"
     default_detail = "That link would close a cycle."

@@ -1,4 +1,5 @@
-"""Reading the event log: by cursor, waiting for what comes next (invariant 12).
+"""Reading the event log: by cursor, waiting for what comes next (invariant 12 (one event per
+change)).
 
 ``read`` answers the events after a cursor, in id order, and never skips an id that a
 transaction still open could commit (the cursor guarantee). The writers' half is in

@@ -92,7 +92,8 @@ class SessionFilter(filters.FilterSet):
     def filter_stalled(
         self, queryset: QuerySet[AgentSession], name: str, value: Any
     ) -> QuerySet[AgentSession]:
-        # Live and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17).
+        # Live and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17 (stalled is
+        # derived)).
         return queryset.filter(stalled_q()) if value else queryset.exclude(stalled_q())
 
 
@@ -189,7 +190,7 @@ class FileClaimFilter(PathFilterSet):
     def filter_covering(
         self, queryset: QuerySet[FileClaim], name: str, value: str
     ) -> QuerySet[FileClaim]:
-        """The unreleased claims that hold ``value`` (invariant 11): the path itself
+        """The unreleased claims that hold ``value`` (invariant 11 (overlap)): the path itself
         and each directory claim above it, found by equality on the index."""
         path = normalise_path(value, literal=True)
         return queryset.filter(released_at__isnull=True, path__in=[path, *ancestors(path)])

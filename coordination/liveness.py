@@ -1,4 +1,4 @@
-"""The one liveness predicate (invariant 1).
+"""The one liveness predicate (invariant 1 (liveness)).
 
 A session is live iff ``status = 'active'`` and its last heartbeat is younger than
 ``PROJEKTOR_SESSION_TTL_SECONDS``. Heartbeats are written and judged with the
@@ -53,12 +53,13 @@ def stall_after() -> timedelta:
 
 
 def stalled_q(prefix: str = "") -> Q:
-    """Q for "the session at ``prefix`` is stalled" (invariant 17): live, and its last
-    progress older than ``PROJEKTOR_STALL_AFTER_SECONDS`` by the database's clock."""
+    """Q for "the session at ``prefix`` is stalled" (invariant 17 (stalled is derived)): live, and
+    its last progress older than ``PROJEKTOR_STALL_AFTER_SECONDS`` by the database's clock."""
     cutoff = ExpressionWrapper(DbNow() - Value(stall_after()), output_field=DateTimeField())
     return live_q(prefix) & Q(**{f"{prefix}last_progress_at__lte": cutoff})
 
 
 def young_q(prefix: str = "") -> Q:
-    """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 17)."""
+    """Q for "the lease at ``prefix`` is within its project's age cap" (invariant 17 (stalled is
+    derived))."""
     return Q(**{f"{prefix}ages_out_at__isnull": True}) | Q(**{f"{prefix}ages_out_at__gt": DbNow()})

@@ -1,4 +1,5 @@
-"""The one path normaliser of file claims, and the overlap rule (invariants 6 and 11).
+"""The one path normaliser of file claims, and the overlap rule (invariants 6 (paths are literal)
+and 11 (overlap)).
 
 A claim names one path of the repository, relative to its root: a file (``src/a.py``)
 or, ending in ``/``, a directory and everything under it (``src/api/``, a *directory
@@ -25,7 +26,7 @@ Rules:
 Case and Unicode normal form are kept as given: git compares paths byte for byte.
 The function is idempotent: a normalised path normalises to itself.
 
-**Overlap** (invariant 11): two normalised claims overlap when they are equal, or one
+**Overlap** (invariant 11 (overlap)): two normalised claims overlap when they are equal, or one
 is a directory and the other starts with it. A directory ends in ``/``, so the test
 is by whole segments: ``src/api/`` holds ``src/api/v2/x.py``, never ``src/apiv2.py``
 nor ``src/api`` (a file of that name). The database finds the same sets with index
@@ -134,7 +135,7 @@ def normalise_prefix(raw: str) -> str:
     return normalise_path(raw, literal=True).rstrip(SEPARATOR)
 
 
-# --- the overlap rule (invariant 11) ----------------------------------------------------
+# --- the overlap rule (invariant 11 (overlap)) ----------------------------------------------------
 
 
 SEPARATOR = "/"

@@ -9,7 +9,7 @@ log's wake-ups (``feed.wakeups``: on PostgreSQL a commit through any app server 
 it at once) or for ``poll`` seconds, which is also how due retries are found.
 
 Every ``stall_check`` seconds a pass also announces newly stalled sessions
-(``services.progress``, invariant 17).
+(``services.progress``, invariant 17 (stalled is derived)).
 """
 
 import json

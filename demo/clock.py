@@ -1,7 +1,7 @@
 """Moving what the services just wrote into the simulated past.
 
 The services stamp every row with the database's clock, as they must (invariant
-1). A month of history is therefore simulated one step at a time: a step drives
+1 (liveness)). A month of history is therefore simulated one step at a time: a step drives
 the services for real, then moves the timestamps it produced back by
 ``real start - simulated time``. Rows inserted during the step are found by id
 (above the step's watermark); later writes to older rows (a release, a heartbeat,

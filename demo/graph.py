@@ -1,7 +1,7 @@
 """The demo's work graph: a few features split into issues that wait for one another
 (the model, the API on it, the page on the API), and an epic with its children,
-created and linked through the services as an orchestrator would (invariant 16). The
-fleet reads the ready queue, which leaves blocked issues out, so it takes each chain
+created and linked through the services as an orchestrator would (invariant 16 (the work graph)).
+The fleet reads the ready queue, which leaves blocked issues out, so it takes each chain
 in order by itself; each issue names the paths it expects to touch, so the queue can
 steer agents away from files others hold."""
 

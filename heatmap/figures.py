@@ -29,7 +29,8 @@ REASON_COLOURS = {
     "overridden": "#9467bd",
     "issue_closed": "#7f7f7f",
     "worktree_unresolved": "#8c564b",
-    "max_age": "#e377c2",  # past its project's age cap, its holder live (invariant 17)
+    # Past its project's age cap, its holder live (invariant 17 (stalled is derived)).
+    "max_age": "#e377c2",
 }
 SERIES_COLOURS = {"rejected": "#ff7f0e", "forced": "#d62728", "WIP-cap denials": "#7b3294"}
 AT_CAP = "#d62728"  # a project whose live leases reached its WIP cap

@@ -47,7 +47,7 @@ STALLED_SHOWN = 50
 
 @dataclass(frozen=True)
 class StalledAgents:
-    """Stalled sessions now (invariant 17), longest stalled first (at most
+    """Stalled sessions now (invariant 17 (stalled is derived)), longest stalled first (at most
     ``STALLED_SHOWN`` of them, ``count`` in all), each with ``held``: the issues it
     leases."""
 
@@ -193,7 +193,7 @@ def workspace_per_day(
     since: datetime,
     until: datetime,
 ) -> DailySeries:
-    """``per_day`` of one of the workspace's kept series (invariant 15): its whole UTC
+    """``per_day`` of one of the workspace's kept series (invariant 15 (day counts)): its whole UTC
     days from the day counts (``kept`` maps their kinds to the series names), a range
     of their index however many events they hold, and only the part days at the
     window's ends from ``rows`` (at most a day each)."""

@@ -5,7 +5,7 @@ count (``GROUP BY``) instead of shipping every event row to Python. PostgreSQL h
 the string functions built in; SQLite gets a small deterministic function,
 registered on each new connection.
 
-A directory claim (``src/api/``, invariant 11) counts once, at its directory: its
+A directory claim (``src/api/``, invariant 11 (overlap)) counts once, at its directory: its
 head never keeps the trailing ``/`` (``src/api``), so it lands on the directory's
 node, and being longer than its head it marks that node a directory. The segments
 are cut as ``coordination.paths.head`` cuts them.

@@ -107,9 +107,9 @@ def board_issues(
 
 def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> QuerySet[Issue]:
     """Each issue with its holder now (``holder_name``, ``holder_live``, and
-    ``holder_stalled``: live but making no progress, invariant 17; no lease: None)
-    and its claims and conflicts (either side) in the window, as subqueries: the whole
-    days from the board's day counts (invariant 15), the part days from the rows."""
+    ``holder_stalled``: live but making no progress, invariant 17 (stalled is derived); no lease:
+    None) and its claims and conflicts (either side) in the window, as subqueries: the whole
+    days from the board's day counts (invariant 15 (day counts)), the part days from the rows."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)
     days = whole_days(since, until)
 
@@ -188,8 +188,8 @@ def board(
         .filter(rank__lte=CARDS_PER_COLUMN)
         .values_list("pk", "rank")
     )
-    # Each card with its blockers and its expected files others hold (invariant 16),
-    # in the same statement.
+    # Each card with its blockers and its expected files others hold (invariant 16 (the work
+    # graph)), in the same statement.
     cards = with_graph(
         with_story(Issue.objects.filter(pk__in=ranks), since=since, until=until),
         collisions=True,
@@ -221,7 +221,7 @@ class IssueStory:
     conflicts: list[ClaimConflict]  # where others met this issue (see ``timeline``)
     messages: dict[int, Message]  # the posts the events name, by id
     runs: dict[int, Run]  # the runs the events name, by id
-    graph: Graph  # blockers, what it blocks, parent, children (invariant 16)
+    graph: Graph  # blockers, what it blocks, parent, children (invariant 16 (the work graph))
 
 
 def issue_story(workspace: Workspace, issue: Issue) -> IssueStory:

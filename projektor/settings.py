@@ -61,13 +61,13 @@ SILENCED_SYSTEM_CHECKS = [
     "security.W021",
 ]
 
-# One TTL for every liveness decision (invariant 1): sessions, and through them
+# One TTL for every liveness decision (invariant 1 (liveness)): sessions, and through them
 # leases, file claims and worktree locks.
 PROJEKTOR_SESSION_TTL_SECONDS = int(os.environ.get("PROJEKTOR_SESSION_TTL_SECONDS", "120"))
 if PROJEKTOR_SESSION_TTL_SECONDS < 1:
     raise ImproperlyConfigured("PROJEKTOR_SESSION_TTL_SECONDS must be a positive integer")
-# A live session with no progress for this long is stalled (invariant 17): a signal
-# to people, never a reclaim.
+# A live session with no progress for this long is stalled (invariant 17 (stalled is derived)): a
+# signal to people, never a reclaim.
 PROJEKTOR_STALL_AFTER_SECONDS = int(os.environ.get("PROJEKTOR_STALL_AFTER_SECONDS", "1800"))
 if PROJEKTOR_STALL_AFTER_SECONDS < 1:
     raise ImproperlyConfigured("PROJEKTOR_STALL_AFTER_SECONDS must be a positive integer")
@@ -281,7 +281,8 @@ REST_FRAMEWORK = {
         "coordination.api.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # The workspace first, then who may do what (invariant 13): every API view.
+    # The workspace first, then who may do what (invariant 13 (the key is the actor)): every API
+    # view.
     "DEFAULT_PERMISSION_CLASSES": [
         "coordination.api.auth.WorkspaceMember",
         "coordination.api.access.KeyAccess",

@@ -1,8 +1,9 @@
 """The documents hold together, and hold to the code.
 
 - Every citation in the code resolves: each "invariant N" names a numbered invariant
-  of docs/design.md, and each cited section (``API.md "Fences"``, ``(DESIGN.md, error
-  shape)``) is a heading of the document it names. The code may spell the documents
+  of docs/design.md, named by its title in comments and docstrings ("invariant 17
+  (stalled is derived)"), and each cited section (``API.md "Fences"``, ``(DESIGN.md,
+  error shape)``) is a heading of the document it names. The code may spell the documents
   ``API.md``/``DESIGN.md`` or ``docs/api.md``/``docs/design.md``; the other guides
   (``docs/operations.md``...) by their path.
 - Every relative link of README.md and docs/*.md leads to a file, and its ``#anchor``
@@ -10,7 +11,9 @@
 - The workflow the documents state is the one ``get_workflow`` serves.
 - Every setting the code reads from the environment is in docs/operations.md."""
 
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,3 +456,89 @@ def test_links_in_code_are_not_links():
     assert broken(Link(sample, 1, "docs/nowhere.md")) == "no such file"
     assert broken(Link(sample, 1, "docs/api.md#nowhere")) == "docs/api.md has no heading #nowhere"
     assert broken(Link(sample, 1, "docs/api.md#events")) is None
+
+
+# --- invariants cited by name ------------------------------------------------------
+
+# "invariant 17 (stalled is derived)", "invariants 4 (stale reclaim) and 11 (overlap)":
+# each number with a name that a reader and this test hold against its title.
+CITATION_START = re.compile(rf"\binvariants?{GAP}(?=\d)", re.IGNORECASE)
+NAMED_NUMBER = re.compile(rf"(\d+)(?!\d)(?:{GAP}\(([^()]*)\))?")
+JOINER = re.compile(rf"{GAP}(?:,|and|or){GAP}(?=\d)")
+
+
+def invariant_titles() -> dict[int, str]:
+    design = DOCS["design"].read_text(encoding="utf-8")
+    items = re.findall(r"^(\d+)\.\s+\*\*(.+?)\*\*", design, re.MULTILINE)
+    return {int(number): key(title) for number, title in items}
+
+
+def prose_spans(source: str) -> list[tuple[int, int]]:
+    """Where the comments and docstrings of Python ``source`` are (offsets): what a
+    reader reads as prose; other strings are data, such as the API's own texts."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    statement_ends = (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT)
+    line_starts = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+    spans = []
+    for index, token in enumerate(tokens):
+        before = tokens[index - 1].type if index else tokenize.NEWLINE
+        after = tokens[index + 1].type if index + 1 < len(tokens) else tokenize.ENDMARKER
+        docstring = (
+            token.type == tokenize.STRING and before in line_starts and after in statement_ends
+        )
+        if token.type == tokenize.COMMENT or docstring:
+            (row, column), (end_row, end_column) = token.start, token.end
+            spans.append((starts[row - 1] + column, starts[end_row - 1] + end_column))
+    return spans
+
+
+def named_citations(source: str) -> Iterator[tuple[int, int, str | None]]:
+    """(line, invariant, the name given for it or None) of each invariant cited in the
+    comments and docstrings of ``source``."""
+    spans = prose_spans(source)
+    for start in CITATION_START.finditer(source):
+        if not any(begin <= start.start() < end for begin, end in spans):
+            continue
+        position = start.end()
+        while number := NAMED_NUMBER.match(source, position):
+            yield source.count("\n", 0, number.start()) + 1, int(number[1]), number[2]
+            joined = JOINER.match(source, number.end())
+            if joined is None:
+                break
+            position = joined.end()
+
+
+def misnamed(source: str, titles: dict[int, str]) -> list[str]:
+    return [
+        f"{line}: invariant {number} " + (f"({name})" if name else "without its name")
+        for line, number, name in named_citations(source)
+        if number in titles and (not name or f" {key(name)} " not in f" {titles[number]} ")
+    ]
+
+
+def test_every_invariant_the_code_cites_is_named_by_its_title():
+    titles = invariant_titles()
+    assert titles[17].startswith("stalled is derived")
+    wrong = [
+        f"{path.relative_to(ROOT)}:{problem}"
+        for path in scanned_files()
+        for problem in misnamed(path.read_text(encoding="utf-8"), titles)
+    ]
+    assert not wrong, "a citation's name is not its number's title:\n" + "\n".join(wrong)
+
+
+def test_a_citation_named_for_another_invariant_is_found():
+    titles = invariant_titles()
+    source = (
+        "# invariants 4 (stale reclaim) and 17 (stalled is derived)\n"
+        "x = 1  # invariant 15 (stalled is derived)\n"
+        '"""invariant 11 (overlap), then invariant 5."""\n'
+        'HELP = "invariant 3, as the API says it"\n'
+    )
+    assert misnamed(source, titles) == [
+        "2: invariant 15 (stalled is derived)",
+        "3: invariant 5 without its name",
+    ]

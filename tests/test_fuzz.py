@@ -32,8 +32,8 @@ schema = schemathesis.openapi.from_wsgi(
 
 @pytest.fixture(params=[ApiKey.Kind.FLEET, ApiKey.Kind.AGENT, ApiKey.Kind.READ])
 def fuzz_key(request, db):
-    """A workspace with a little of everything, and a key of each kind (invariant 13):
-    a refusal, like any other answer, is a 4xx in the schema's shape, never a 5xx."""
+    """A workspace with a little of everything, and a key of each kind (invariant 13 (the key is the
+    actor)): a refusal, like any other answer, is a 4xx in the schema's shape, never a 5xx."""
     workspace = Workspace.objects.create(slug="fuzz", name="Fuzz")
     project = Project.objects.create(workspace=workspace, key="core", name="Core")
     Issue.objects.create(workspace=workspace, project=project, title="T", description="D")

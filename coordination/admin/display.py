@@ -7,8 +7,8 @@ columns to their longest word instead of scrolling sideways, whatever the ids.
 
 A session's state is one of live / stalled / stale / ended, derived from the one TTL
 predicate: live while it heartbeats within the TTL, stalled while it heartbeats but
-has made no progress for ``PROJEKTOR_STALL_AFTER_SECONDS`` (invariant 17: it keeps
-what it holds), stale once it stopped without ending (it crashed; what it holds is
+has made no progress for ``PROJEKTOR_STALL_AFTER_SECONDS`` (invariant 17 (stalled is derived): it
+keeps what it holds), stale once it stopped without ending (it crashed; what it holds is
 reclaimable), ended when it said goodbye.
 """
 
@@ -89,7 +89,7 @@ def clip(text: str, limit: int, *, keep_end: bool = False, wrap: bool = False) -
 
 
 def claim_path(path: str, limit: int) -> SafeString:
-    """A claimed path, clipped; a directory claim (``src/api/``, invariant 11) with a
+    """A claimed path, clipped; a directory claim (``src/api/``, invariant 11 (overlap)) with a
     ``dir`` mark before it, since it holds everything under it."""
     shown = clip(path, limit, keep_end=True)
     if not path.endswith("/"):

@@ -28,8 +28,8 @@ class StateFilter(admin.SimpleListFilter):
 
 
 class SessionStateFilter(StateFilter):
-    """Live (heartbeat within the TTL), stalled (live, no progress: invariant 17), stale
-    (active but silent: crashed), ended."""
+    """Live (heartbeat within the TTL), stalled (live, no progress: invariant 17 (stalled is
+    derived)), stale (active but silent: crashed), ended."""
 
     title = "state"
     parameter_name = "state"
@@ -58,7 +58,7 @@ class HolderStateFilter(StateFilter):
 
 
 class ClaimKindFilter(StateFilter):
-    """File claims by kind: a directory (``src/api/``: its whole subtree, invariant 11)
+    """File claims by kind: a directory (``src/api/``: its whole subtree, invariant 11 (overlap))
     or a single file."""
 
     title = "kind"

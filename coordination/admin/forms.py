@@ -1,4 +1,5 @@
-"""Admin forms that keep an object's links inside its own workspace (invariant 9).
+"""Admin forms that keep an object's links inside its own workspace (invariant 9 (workspace
+isolation)).
 
 A worktree, project or agent of another workspace is refused with an error on the
 field that names it. When the workspace is known (an existing object, or an add page
@@ -137,8 +138,8 @@ class WorktreeAdminForm(WorkspaceLinksForm):
 
 
 class ApiKeyAdminForm(WorkspaceLinksForm):
-    """A new key (invariant 13): its kind, the agent an agent key acts as (of the key's
-    workspace), whether it may force, when it expires. Only adding sets them: an
+    """A new key (invariant 13 (the key is the actor)): its kind, the agent an agent key acts as (of
+    the key's workspace), whether it may force, when it expires. Only adding sets them: an
     existing key's kind, agent and force are fixed (mint another instead)."""
 
     workspace_links = ("agent",)

@@ -1,5 +1,5 @@
-"""The issue page's links, both ways (invariant 16): read-only here, since a link is
-made or removed through the API, where the cycle check, the graph lock and the events
+"""The issue page's links, both ways (invariant 16 (the work graph)): read-only here, since a link
+is made or removed through the API, where the cycle check, the graph lock and the events
 are (``coordination.services.graph``)."""
 
 from typing import Any

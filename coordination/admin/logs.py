@@ -1,4 +1,5 @@
-"""The contention logs: append-only (invariant 8), so the admin only reads them."""
+"""The contention logs: append-only (invariant 8 (append-only logs)), so the admin only reads
+them."""
 
 import json
 
@@ -106,8 +107,8 @@ class ClaimConflictAdmin(AppendOnlyAdmin):
 
 @admin.register(m.Event)
 class EventAdmin(AppendOnlyAdmin):
-    """The event log (invariant 12): what happened, in commit order; pruned only by
-    ``prune_events``."""
+    """The event log (invariant 12 (one event per change)): what happened, in commit order; pruned
+    only by ``prune_events``."""
 
     list_display = ["id", "occurred", "type", "project_key", "issue_id", "who", "summary"]
     list_filter = ["type", "workspace"]

@@ -168,7 +168,8 @@ class AgentSessionAdmin(StateAdmin):
 
     @admin.display(description="opened by")
     def opened_by(self, obj: m.AgentSession) -> str:
-        """The key that opened the session (invariant 13); none for a person's."""
+        """The key that opened the session (invariant 13 (the key is the actor)); none for a
+        person's."""
         key = obj.api_key
         if key is None:
             return "—"
@@ -212,7 +213,8 @@ class AgentSessionAdmin(StateAdmin):
 
     @admin.display(description="last progress", ordering="last_progress_at")
     def progress(self, obj: m.AgentSession) -> SafeString | str:
-        """Its last change of state (invariant 17), and how long ago while it is active."""
+        """Its last change of state (invariant 17 (stalled is derived)), and how long ago while it
+        is active."""
         if obj.status == m.AgentSession.Status.ENDED:
             return display.when(obj.last_progress_at)
         return format_html(

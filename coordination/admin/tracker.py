@@ -46,8 +46,8 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 @admin.register(m.ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys and who they act as (invariant 13): kind, agent, force and expiry are set
-    when a key is added; an existing one is only renamed, re-dated or revoked."""
+    """Keys and who they act as (invariant 13 (the key is the actor)): kind, agent, force and expiry
+    are set when a key is added; an existing one is only renamed, re-dated or revoked."""
 
     form = forms.ApiKeyAdminForm
     list_display = [
@@ -154,7 +154,7 @@ class ProjectAdmin(KeptAdmin):
 
     def save_model(self, request: HttpRequest, obj: m.Project, form: Any, change: bool) -> None:
         # A changed age cap ages the leases held already, as the API's PATCH does
-        # (invariant 17), in the same transaction as the project's row.
+        # (invariant 17 (stalled is derived)), in the same transaction as the project's row.
         with events.change():
             super().save_model(request, obj, form, change)
             if change and "max_lease_age_seconds" in form.changed_data:

@@ -1,5 +1,5 @@
-"""The permission every API view passes through (invariant 13): each route's rule, in
-one table, checked by ``coordination.services.access`` before the view runs.
+"""The permission every API view passes through (invariant 13 (the key is the actor)): each route's
+rule, in one table, checked by ``coordination.services.access`` before the view runs.
 
 A rule says what the call does (``Act``) and where its targets are: the session it
 acts in (the URL id or a body field), the agent it acts as, whether it asks for

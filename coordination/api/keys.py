@@ -3,7 +3,8 @@
 An orchestrator mints a key for each agent it spawns (``kind: agent``, bound to that
 agent's name, maybe with ``expires_at``), hands it the raw key, and revokes it when
 the agent is done. Who may call each route is the rule of coordination/api/access.py
-(invariant 13); another workspace's keys are not found (invariant 9).
+(invariant 13 (the key is the actor)); another workspace's keys are not found (invariant 9
+(workspace isolation)).
 """
 
 from drf_spectacular.utils import extend_schema, extend_schema_view

@@ -40,7 +40,7 @@ M = TypeVar("M", bound=models.Model)
 
 def dialect() -> Dialect:
     """The statements' dialect on this connection: ``dialect().live(alias)`` is the
-    liveness predicate (invariant 1, ``coordination.liveness``), ``dialect().now()``
+    liveness predicate (invariant 1 (liveness), ``coordination.liveness``), ``dialect().now()``
     the clock."""
     return Dialect(
         connection.vendor,

@@ -2,7 +2,7 @@
 
 A tool of its own only in refusing arguments (the REST call takes none, and a GET
 would ignore a stray query parameter); otherwise it is that REST call, made
-in-process like every tool, through the same permission layer (invariant 13).
+in-process like every tool, through the same permission layer (invariant 13 (the key is the actor)).
 """
 
 from collections.abc import Mapping

@@ -1,4 +1,4 @@
-"""A row may link only to rows of its own workspace (invariant 9), in the database too.
+"""A row may link only to rows of its own workspace (invariant 9 (workspace isolation)), in the database too.
 
 Covered links (child.column -> parent):
 

@@ -1,4 +1,4 @@
-"""claim_conflicts and wip_cap_denials are append-only in the database (invariant 8).
+"""claim_conflicts and wip_cap_denials are append-only in the database (invariant 8 (append-only logs)).
 
 Triggers refuse every UPDATE and DELETE of their rows, on SQLite and PostgreSQL, with
 an integrity error. The one way past them is ``projektor_log_unlock``: a row naming a

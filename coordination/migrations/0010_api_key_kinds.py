@@ -1,7 +1,7 @@
-"""Key kinds (invariant 13): every existing key becomes a ``fleet`` key that may force,
+"""Key kinds (invariant 13 (the key is the actor)): every existing key becomes a ``fleet`` key that may force,
 as it behaved before; agent keys name their agent, of their own workspace.
 
-The agent link is guarded like the links of 0003 (invariant 9), with 0003's own
+The agent link is guarded like the links of 0003 (invariant 9 (workspace isolation)), with 0003's own
 triggers: a key may name only an agent of its workspace, and an agent named by a key
 cannot move to another workspace. They are installed last, after SQLite has rebuilt
 the key table for the new NOT NULL columns; a later migration that rebuilds

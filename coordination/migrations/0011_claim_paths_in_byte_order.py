@@ -1,4 +1,4 @@
-"""File-claim paths compare byte for byte on PostgreSQL too (invariant 11).
+"""File-claim paths compare byte for byte on PostgreSQL too (invariant 11 (overlap)).
 
 A directory claim ``d/`` holds exactly the paths ``s`` with ``'d/' < s < 'd0'`` in
 byte order, and the claim services find them with that range scan on the partial

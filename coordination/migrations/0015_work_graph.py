@@ -1,4 +1,4 @@
-"""The work graph (invariant 16): links between issues, and the paths an issue
+"""The work graph (invariant 16 (the work graph)): links between issues, and the paths an issue
 expects to touch, stored with the probes the ready queue's collision check looks
 claims up by.
 

@@ -1,4 +1,4 @@
-"""Progress and the age of a lease (invariant 17).
+"""Progress and the age of a lease (invariant 17 (stalled is derived)).
 
 A session's ``last_progress_at`` is set at registration (its default) and by every
 change it makes: each event the change writes that is the session's own doing (a

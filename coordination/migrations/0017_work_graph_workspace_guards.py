@@ -1,4 +1,4 @@
-"""The work graph keeps to one workspace (invariant 9), in the database too: a link
+"""The work graph keeps to one workspace (invariant 9 (workspace isolation)), in the database too: a link
 joins two issues of its own workspace, an expected path belongs to an issue of its
 own workspace, and an issue with links or expected paths cannot move to another.
 

@@ -1,7 +1,7 @@
 """Coordination tables. Every row carries its workspace; liveness is derived.
 
 Timestamps that take part in liveness or ordering are written by the database
-(``db_default=DbNow()``), so one clock judges every heartbeat (invariant 1).
+(``db_default=DbNow()``), so one clock judges every heartbeat (invariant 1 (liveness)).
 """
 
 from coordination.models.events import Event, EventType

@@ -1,4 +1,4 @@
-"""The event log: one row per change of coordination state (invariant 12)."""
+"""The event log: one row per change of coordination state (invariant 12 (one event per change))."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from coordination.models.tracker import Agent, AgentSession, Issue, Project
 
 
 class ReleaseReason(models.TextChoices):
-    """Why a lease, file claim or worktree lock ended (invariant 7)."""
+    """Why a lease, file claim or worktree lock ended (invariant 7 (release reasons))."""
 
     RELEASED = "released"
     AGENT_ENDED = "agent_ended"
@@ -21,13 +21,14 @@ class ReleaseReason(models.TextChoices):
     OVERRIDDEN = "overridden"
     ISSUE_CLOSED = "issue_closed"
     WORKTREE_UNRESOLVED = "worktree_unresolved"
-    MAX_AGE = "max_age"  # a lease past its project's age cap, its holder live (invariant 17)
+    # A lease past its project's age cap, its holder live (invariant 17 (stalled is derived)).
+    MAX_AGE = "max_age"
 
 
 class HolderQuerySet(models.QuerySet[Any]):
     """Leases, file claims and worktree locks: rows held by a session until released.
 
-    They have no expiry of their own (invariant 4): a row is live while it is
+    They have no expiry of their own (invariant 4 (stale reclaim)): a row is live while it is
     unreleased and its holder session is live. This is the one place that says so.
     """
 
@@ -49,7 +50,8 @@ class HolderQuerySet(models.QuerySet[Any]):
 
 class LeaseQuerySet(HolderQuerySet):
     """A lease is live as any holding, and younger than its project's age cap
-    (invariant 17): ``ages_out_at``, its grant plus the cap, is in the future."""
+    (invariant 17 (stalled is derived)): ``ages_out_at``, its grant plus the cap, is in
+    the future."""
 
     def live(self) -> Self:
         return super().live().filter(young_q())
@@ -88,7 +90,7 @@ class Holding(models.Model):
 
 
 class IssueLease(Holding):
-    """Exclusive ownership of one issue by one session (invariant 2)."""
+    """Exclusive ownership of one issue by one session (invariant 2 (one live lease per issue))."""
 
     # Every index of the table starts with it: no index of its own (one less per write).
     workspace = models.ForeignKey(
@@ -101,7 +103,7 @@ class IssueLease(Holding):
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     # Its grant plus its project's ``max_lease_age_seconds`` (None: no cap), written by
     # the claim's insert and again when the project's cap changes: past it the lease
-    # is not live (invariant 17).
+    # is not live (invariant 17 (stalled is derived)).
     ages_out_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = LeaseQuerySet.as_manager()  # type: ignore[misc]  # a narrower queryset
@@ -132,7 +134,8 @@ class IssueLease(Holding):
 
 
 class WipCapDenial(models.Model):
-    """Append-only: a claim the WIP cap refused (invariants 3 and 8)."""
+    """Append-only: a claim the WIP cap refused (invariants 3 (the WIP cap) and 8
+    (append-only logs))."""
 
     # Every index of the table starts with it: no index of its own (one less per write).
     workspace = models.ForeignKey(
@@ -157,7 +160,8 @@ class WipCapDenial(models.Model):
 
 
 class FileClaim(models.Model):
-    """Reservation of one literal, normalised path against an issue (invariants 5, 6).
+    """Reservation of one literal, normalised path against an issue (invariants 5
+    (all-or-nothing) and 6 (paths are literal)).
 
     ``session`` is NULL when claimed without one, or orphaned by a deleted session:
     such a claim has no heartbeat and is held until forced.
@@ -211,7 +215,8 @@ class FileClaim(models.Model):
 
 
 class ClaimConflict(models.Model):
-    """Append-only: one contested path of one file-claim request (invariants 5, 8)."""
+    """Append-only: one contested path of one file-claim request (invariants 5
+    (all-or-nothing) and 8 (append-only logs))."""
 
     # Every index of the table starts with it: no index of its own (one less per write).
     workspace = models.ForeignKey(

@@ -12,7 +12,7 @@ from coordination.models.tracker import Issue
 
 class LinkType(models.TextChoices):
     """ "source *type* target": ``blocks`` and ``parent_of`` make the graph that may
-    never close a cycle (invariant 16); the other two only relate."""
+    never close a cycle (invariant 16 (the work graph)); the other two only relate."""
 
     BLOCKS = "blocks"
     PARENT_OF = "parent_of"
@@ -67,7 +67,7 @@ class IssueLink(models.Model):
 class ExpectedPath(models.Model):
     """A file or directory the issue's work is expected to touch (``issue.paths``),
     normalised like a claim, stored once per ``probe``: the path itself and every
-    directory above it, each a claim that would hold it (invariant 11's equality
+    directory above it, each a claim that would hold it (invariant 11 (overlap)'s equality
     probes). A directory's own row carries ``subtree_end`` (other rows ``""``), so
     the claims under it are one range scan (``probe < path < subtree_end``). The
     ready queue finds an

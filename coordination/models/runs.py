@@ -1,4 +1,4 @@
-"""Runs and the worktree locks they hold (invariant 10)."""
+"""Runs and the worktree locks they hold (invariant 10 (lock mode per run))."""
 
 from __future__ import annotations
 

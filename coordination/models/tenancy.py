@@ -1,4 +1,5 @@
-"""The tenant and its API keys (invariant 9: every row carries its workspace)."""
+"""The tenant and its API keys (invariant 9 (workspace isolation): every row carries its
+workspace)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ MAX_ID = 2**63 - 1
 
 
 class Workspace(models.Model):
-    """The tenant: every query is scoped by it (invariant 9)."""
+    """The tenant: every query is scoped by it (invariant 9 (workspace isolation))."""
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -58,9 +59,9 @@ def hash_api_key(raw_key: str) -> str:
 
 
 class ApiKey(models.Model):
-    """A workspace's bearer key, and who it acts as (invariant 13): a ``fleet`` key acts
-    for any agent, an ``agent`` key as its one agent, a ``read`` key never writes.
-    Only its hash is stored; revoking is a timestamp, and so is expiring."""
+    """A workspace's bearer key, and who it acts as (invariant 13 (the key is the actor)): a
+    ``fleet`` key acts for any agent, an ``agent`` key as its one agent, a ``read`` key never
+    writes. Only its hash is stored; revoking is a timestamp, and so is expiring."""
 
     PREFIX = "pk_"
 

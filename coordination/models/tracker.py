@@ -35,8 +35,8 @@ class Project(models.Model):
     key = models.SlugField(max_length=32)
     name = models.CharField(max_length=200)
     agent_wip_limit = models.PositiveIntegerField(default=3)
-    # A lease older than this, counted from its grant, is not live (invariant 17);
-    # None: no cap.
+    # A lease older than this, counted from its grant, is not live (invariant 17 (stalled is
+    # derived)); None: no cap.
     max_lease_age_seconds = models.PositiveIntegerField(null=True, blank=True)
     primary_worktree = models.ForeignKey(
         Worktree, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -106,12 +106,13 @@ class AgentSession(models.Model):
     started_at = models.DateTimeField(db_default=DbNow(), editable=False)
     last_heartbeat_at = models.DateTimeField(db_default=DbNow(), editable=False)
     ended_at = models.DateTimeField(null=True, blank=True)
-    # The key that opened it (invariant 13); none for a session opened by a person.
+    # The key that opened it (invariant 13 (the key is the actor)); none for a session opened by a
+    # person.
     api_key = models.ForeignKey(
         "coordination.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Its last change of state (invariant 17): set at registration and, in the same
-    # transaction, by every change it makes (the event log's progress trigger) and by
+    # Its last change of state (invariant 17 (stalled is derived)): set at registration and, in the
+    # same transaction, by every change it makes (the event log's progress trigger) and by
     # POST /sessions/{id}/progress/. Never by a heartbeat.
     last_progress_at = models.DateTimeField(db_default=DbNow(), editable=False)
     progress_note = models.CharField(max_length=500, blank=True, default="", db_default="")
@@ -129,7 +130,8 @@ class AgentSession(models.Model):
                 condition=Q(status="active"),
                 name="session_active_heartbeat_idx",
             ),
-            # Stalled sessions are a range of active rows' progress (invariant 17).
+            # Stalled sessions are a range of active rows' progress (invariant 17 (stalled is
+            # derived)).
             models.Index(
                 fields=["workspace", "last_progress_at"],
                 condition=Q(status="active"),

@@ -1,4 +1,4 @@
-"""An issue's place in the work graph, as the issue shape shows it (invariant 16):
+"""An issue's place in the work graph, as the issue shape shows it (invariant 16 (the work graph)):
 its unresolved blockers, what it blocks, its parent, its children's progress, its
 links both ways, its expected paths and, in the ready queue, its collisions.
 

@@ -66,7 +66,7 @@ def ready_issues(
     issues without a live lease follow, in the same order (``workflow.missing_for_work``
     says what each lacks). Each issue as ``issues()`` loads it.
 
-    Blocked issues are not ready (invariant 16). ``avoid_collisions``: within a
+    Blocked issues are not ready (invariant 16 (the work graph)). ``avoid_collisions``: within a
     priority, issues none of whose expected paths a live claim holds come first;
     ``free``: only those. Each issue brings its ``collisions`` (``selectors.graph``).
 

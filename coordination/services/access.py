@@ -1,4 +1,5 @@
-"""Who may do what: the one place that decides it (invariant 13, the key is the actor).
+"""Who may do what: the one place that decides it (invariant 13 (the key is the actor), the key is
+the actor).
 
 Every REST view passes through it (``coordination.api.access.KeyAccess``, a
 permission of every API view), and so does every MCP tool, whose call is its REST

@@ -1,4 +1,4 @@
-"""Sessions: register, heartbeat, end (docs/design.md invariant 1)."""
+"""Sessions: register, heartbeat, end (docs/design.md invariant 1 (liveness))."""
 
 from coordination.db import sql
 from coordination.db.rows import dialect, execute, fetchone
@@ -28,7 +28,8 @@ def register_session(
     api_key: ApiKey | None = None,
 ) -> AgentSession:
     """Open a new session; an existing agent name is reused (role etc. updated if given).
-    The session records ``api_key``, the key that opened it (invariant 13)."""
+    The session records ``api_key``, the key that opened it (invariant 13 (the key is the
+    actor))."""
     with reference_in("worktree"):
         worktree = lookups.get_worktree(workspace, worktree_slug) if worktree_slug else None
     with events.change():
@@ -53,8 +54,8 @@ def heartbeat_session(
 
     The fleet's most frequent call, so it is SQL (``sql.heartbeat``): on PostgreSQL
     one UPDATE returns the session as the API shows it; on SQLite a read follows.
-    ``agent_id`` is ``access.session_owner`` of an agent key (invariant 13): the UPDATE
-    matches that agent's session only, and another agent's is refused unchanged.
+    ``agent_id`` is ``access.session_owner`` of an agent key (invariant 13 (the key is the actor)):
+    the UPDATE matches that agent's session only, and another agent's is refused unchanged.
     """
     d = dialect()
     beat = sql.heartbeat(d, workspace_id=workspace.pk, session_id=session_id, agent_id=agent_id)
@@ -71,8 +72,8 @@ def heartbeat_session(
 
 
 def report_progress(*, workspace: Workspace, session_id: int, note: str = "") -> AgentSession:
-    """Invariant 15: the session's work moved (``last_progress_at`` by the database's
-    clock, and its note). Liveness is untouched: progress never revives a session.
+    """Invariant 17 (stalled is derived): the session's work moved (``last_progress_at`` by the
+    database's clock, and its note). Liveness is untouched: progress never revives a session.
     An ended session is 409 ``session_ended``, an unknown one 404."""
     statement = sql.progress(dialect(), workspace_id=workspace.pk, session_id=session_id, note=note)
     with events.change():
@@ -86,11 +87,11 @@ def end_session(*, workspace: Workspace, session_id: int, handed_in: bool = Fals
     """Clean exit: release everything the session holds as ``agent_ended``.
 
     ``handed_in``: the end closes the session's own change (finish_work's transition
-    and report), which is progress (invariant 17). The event log's trigger stamps only
-    active sessions and the events are written at the commit, after this, so the
+    and report), which is progress (invariant 17 (stalled is derived)). The event log's trigger
+    stamps only active sessions and the events are written at the commit, after this, so the
     stamp is set here, in the same UPDATE.
 
-    Ending twice is harmless; a crash is never recorded this way (invariant 7)."""
+    Ending twice is harmless; a crash is never recorded this way (invariant 7 (release reasons))."""
     stamped = {"last_progress_at": DbNow()} if handed_in else {}
     with events.change():
         session = lookups.get_session(workspace, session_id, in_url=True)

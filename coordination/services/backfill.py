@@ -1,7 +1,7 @@
 """Backfill ``requires_filesystem`` on issues imported from older trackers.
 
 Only positive evidence sets the flag: a wrong ``true`` serialises runs on a
-worktree (invariant 10), a wrong ``false`` is what imported data already has.
+worktree (invariant 10 (lock mode per run)), a wrong ``false`` is what imported data already has.
 The assignee's evidence is the seed's, exactly: a role containing one of its
 words, in any case (``/cto|engineer|developer|devops|sre/i``, so "Director" matches
 too), or a department equal to ``"engineering"`` (``===``: no trimming, no folding).

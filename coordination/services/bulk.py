@@ -2,8 +2,8 @@
 bench's history, an import).
 
 Another app may keep tables derived from coordination's rows by triggers, as the
-heatmap keeps its rollups and day counts (invariants 14 and 15). Through those
-triggers, a long history in one statement costs more than the rows themselves, so
+heatmap keeps its rollups and day counts (invariants 14 (rollups) and 15 (day counts)). Through
+those triggers, a long history in one statement costs more than the rows themselves, so
 such an app registers a loader: a context that turns its triggers off for the load
 and rebuilds its tables of the workspace from the rows after. ``loading`` enters
 every registered loader in one transaction, so no other transaction ever sees the

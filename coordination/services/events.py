@@ -1,5 +1,5 @@
 """Writing the event log: one event per change, in the change's transaction
-(invariant 12).
+(invariant 12 (one event per change)).
 
 Services open their transactions with ``change()`` instead of ``transaction.atomic()``
 and call ``record()`` for what they did. The events wait in a per-thread buffer and

@@ -1,5 +1,5 @@
-"""The work graph (invariant 16): links between issues [link_issues, unlink_issues],
-blocked issues, and the paths an issue expects to touch.
+"""The work graph (invariant 16 (the work graph)): links between issues [link_issues,
+unlink_issues], blocked issues, and the paths an issue expects to touch.
 
 **No cycle, ever.** A ``blocks`` or ``parent_of`` link that would close a cycle of
 its type is refused (``dependency_cycle``, naming it). Checking and inserting are two

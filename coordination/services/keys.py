@@ -1,5 +1,5 @@
 """API keys: the lookup every request starts with, and minting and revoking them
-(invariant 13: the key is the actor)."""
+(invariant 13 (the key is the actor): the key is the actor)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -135,8 +135,8 @@ def mint_key(
 
 
 def revoke_key(*, workspace: Workspace, key_id: int) -> ApiKey:
-    """Revoke a key of ``workspace`` (another workspace's is not found, invariant 9).
-    Revoking twice keeps the first time; from the next request on the key is 401."""
+    """Revoke a key of ``workspace`` (another workspace's is not found, invariant 9 (workspace
+    isolation)). Revoking twice keeps the first time; from the next request on the key is 401."""
     key = (
         ApiKey.objects.filter(workspace=workspace, pk=key_id)
         .select_related("agent", "workspace")

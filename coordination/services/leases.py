@@ -155,7 +155,8 @@ def lease_held(lease: IssueLease) -> LeaseHeld:
 def claim_issue(
     *, workspace: Workspace, issue_id: int, session_id: int, assign: bool = True
 ) -> Claimed:
-    """Take the issue's lease for a live session (invariants 2, 3, 4, 8).
+    """Take the issue's lease for a live session (invariants 2 (one live lease per issue), 3 (the
+    WIP cap), 4 (stale reclaim) and 8 (append-only logs)).
 
     A claim that succeeds makes four statements in its transaction: the project's
     lock, the issue's share (with the session), the insert (admission, liveness,
@@ -258,10 +259,10 @@ def reclaim_stale_lease(
     lease: IssueLease, *, project_id: int, by: AgentSession, taken_over: list[IssueLease]
 ) -> None:
     """``lease`` was read in a claim's way, not live: release it (``expired`` if its
-    holder is dead, else ``max_age``: invariants 4 and 17), announce it and
-    ``Retry``; released since it was read: ``Retry``. Returns only if it is live again
-    (its holder revived). An ``expired`` lease is added to ``taken_over``; an aged-out
-    one is not: its holder is alive and keeps its claims (invariant 15)."""
+    holder is dead, else ``max_age``: invariants 4 (stale reclaim) and 17 (stalled is derived)),
+    announce it and ``Retry``; released since it was read: ``Retry``. Returns only if it is live
+    again (its holder revived). An ``expired`` lease is added to ``taken_over``; an aged-out
+    one is not: its holder is alive and keeps its claims (invariant 17 (stalled is derived))."""
     row = fetchone(sql.release_stale_lease(dialect(), lease_id=lease.pk))
     if row is not None:
         if row[0] == ReleaseReason.EXPIRED:
@@ -287,7 +288,7 @@ def take_over(*, workspace_id: int, session: AgentSession, claimed: Claimed) -> 
     """A new lease's agent becomes the issue's assignee if it has none, or if it is an
     agent whose dead lease this claim took over (whom a person or a live agent
     assigned stays); the dead holders' claims on the issue are released ``expired``
-    by the taker, as the next claimer of their paths would (invariant 4), with their
+    by the taker, as the next claimer of their paths would (invariant 4 (stale reclaim)), with their
     ``claims.released``. Their claims on other issues stay, for those paths' next
     claimers. Call it last in the claim's transaction: the issue row, then the claim
     rows in path order (``coordination.services.locking``)."""
@@ -318,8 +319,8 @@ def take_over(*, workspace_id: int, session: AgentSession, claimed: Claimed) -> 
 def record_denial(
     *, workspace: Workspace, issue: Issue, session: AgentSession | None, agent: Agent, limit: int
 ) -> WipCapDenial:
-    """The append-only record of a claim the WIP cap refused (invariants 3, 8), and
-    its ``wip.denied`` event. Call it inside ``events.change()``."""
+    """The append-only record of a claim the WIP cap refused (invariants 3 (the WIP cap) and 8
+    (append-only logs)), and its ``wip.denied`` event. Call it inside ``events.change()``."""
     denial = WipCapDenial.objects.create(
         workspace=workspace,
         project_id=issue.project_id,

@@ -14,7 +14,7 @@ Per operation (→ = "then, holding what came before"):
 ============================  =====================================================
 operation                     locks, in order
 ============================  =====================================================
-lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3;
+lease claim                   project ``FOR NO KEY UPDATE`` (admission, invariant 3 (the WIP cap);
 (``leases.claim_issue``)      found from the issue in the same statement)
                               → issue ``FOR SHARE`` (ordered against a close)
                               → the insert; if the unreleased lease of a dead holder
@@ -114,7 +114,7 @@ def path_lock_key(workspace_id: int, path: str) -> int:
 
 
 def lock_project(*, workspace_id: int, issue_id: int) -> Project:
-    """Serialise admission per project until commit (invariant 3): under READ
+    """Serialise admission per project until commit (invariant 3 (the WIP cap)): under READ
     COMMITTED two claimers would each count ``cap - 1`` live leases and both insert.
     The project of the workspace's issue, locked, its WIP limit read under the lock;
     404 if there is no such issue."""
@@ -134,9 +134,9 @@ def share_lock_issue(issue_id: int) -> str:
 
 
 def take_path_locks(*, workspace_id: int, paths: list[str]) -> None:
-    """Invariants 5 and 11 under READ COMMITTED (PostgreSQL): the multi-granularity
-    advisory locks of a claim of ``paths``, exclusive on each path and shared on every
-    directory above one, in ascending key order, in one statement. Why they suffice
+    """Invariants 5 (all-or-nothing) and 11 (overlap) under READ COMMITTED (PostgreSQL): the
+    multi-granularity advisory locks of a claim of ``paths``, exclusive on each path and shared on
+    every directory above one, in ascending key order, in one statement. Why they suffice
     and cannot deadlock: ``coordination.services.file_claims.claim``. (The races
     replace this function with one that takes nothing, to show what it prevents.)"""
     nodes = paths_lock_nodes(paths)

@@ -80,8 +80,8 @@ def post_message(
     key: ApiKey | None = None,
 ) -> Message:
     """Post ``body`` to ``scope``, signed by ``session`` (and its agent) when given, else
-    by ``author`` (an agent key's agent: invariant 13, the key is the actor), else by
-    ``key`` (a key that names no agent: its name, in the post's event)."""
+    by ``author`` (an agent key's agent: invariant 13 (the key is the actor), the key is the actor),
+    else by ``key`` (a key that names no agent: its name, in the post's event)."""
     session = lookups.get_session(workspace, session_id) if session_id is not None else None
     return record_message(
         workspace=workspace,
@@ -159,7 +159,7 @@ def announce_override(
     taken: Sequence[tuple[str, int, str | None]],
 ) -> None:
     """Tell everyone concerned by a forced claim at once, not at their next failed
-    write (invariant 5): the claiming issue (whose files it took), each displaced
+    write (invariant 5 (all-or-nothing)): the claiming issue (whose files it took), each displaced
     issue and each displaced agent (which of its paths, by which issue and agent).
     ``taken`` lists ``(path, displaced issue, displaced agent name)``."""
     taker = session.agent.name if session is not None else None

@@ -159,8 +159,8 @@ def end_sessions(*, sessions: QuerySet[AgentSession]) -> Outcome:
 
 
 def end_stalled_sessions(*, sessions: QuerySet[AgentSession], operator: str) -> Outcome:
-    """End each selected session that is stalled now (invariant 17): what it holds is
-    released ``agent_ended``, and its agent is told why in a message. A session that
+    """End each selected session that is stalled now (invariant 17 (stalled is derived)): what it
+    holds is released ``agent_ended``, and its agent is told why in a message. A session that
     is not stalled (it moved, or is not live) is left alone and said so."""
     outcome = Outcome()
     stalled = set(sessions.filter(stalled_q()).values_list("pk", flat=True))

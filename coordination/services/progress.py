@@ -1,4 +1,4 @@
-"""Stalls (invariant 17): ``session.stalled``, once per stall.
+"""Stalls (invariant 17 (stalled is derived)): ``session.stalled``, once per stall.
 
 Stalled is derived when read (``liveness.stalled_q``, ``Dialect.stalled``); nothing
 here decides it. The long-running worker (``deliver_webhooks``) calls

@@ -17,7 +17,8 @@ def reference_in(field: str) -> Iterator[None]:
     """Name the body field whose slug or name is not a row of the workspace.
 
     Lookups are scoped by workspace, so a row of another workspace is unknown here
-    (400 ``invalid``, invariant 9); the database refuses such a link as well."""
+    (400 ``invalid``, invariant 9 (workspace isolation)); the database refuses such a link as
+    well."""
     try:
         yield
     except InvalidInput as error:
@@ -64,7 +65,8 @@ def update_project(*, workspace: Workspace, project: Project, changes: dict[str,
     try:
         with events.change():
             project.save()
-            if cap_changed:  # its unreleased leases age by the new cap (invariant 17)
+            # Its unreleased leases age by the new cap (invariant 17 (stalled is derived)).
+            if cap_changed:
                 leases.refresh_ages_out_at(project=project)
     except IntegrityError:
         raise InvalidInput(f"Project {project.key!r} already exists.", field="key") from None

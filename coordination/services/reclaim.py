@@ -1,6 +1,6 @@
 """Reclaim a dead holder, then retry: how a take of a held row (a lease, a worktree
 lock, file claims) gets past the row in its way, and the one budget of its retries
-(invariant 4: a dead holder's row is reclaimed by the next claimer, in its call).
+(invariant 4 (stale reclaim): a dead holder's row is reclaimed by the next claimer, in its call).
 
 A take runs ``attempts``: each attempt tries to take, and when a row stands in its
 way looks at it (``clear_the_way``). A live holder keeps it: the take is refused,

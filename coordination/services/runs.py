@@ -1,5 +1,5 @@
 """Runs: dispatching an issue to a session, and finishing or cancelling the run
-(invariant 10).
+(invariant 10 (lock mode per run)).
 
 Dispatch takes the lease, resolves the run's lock and takes it
 (``coordination.services.worktrees``), and records the run; a run that cannot start

@@ -70,9 +70,9 @@ def start_work(
     worktree_slug: str | None = None,
     api_key: ApiKey | None = None,
 ) -> Started:
-    """``api_key`` opened the session (invariant 13). A blocked issue is refused
-    before anything starts; without ``paths``, the issue's expected paths are claimed
-    (invariant 16)."""
+    """``api_key`` opened the session (invariant 13 (the key is the actor)). A blocked issue is
+    refused before anything starts; without ``paths``, the issue's expected paths are claimed
+    (invariant 16 (the work graph))."""
     issue = lookups.get_issue(workspace, issue_id)
     graph.check_not_blocked(issue)  # before any claim: blocked, not a file conflict
     if paths is None:

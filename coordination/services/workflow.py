@@ -160,7 +160,8 @@ def transition_issue(
                 agent_known=session is not None or author is not None, operator=operator, key=key
             ),
         )
-        graph.on_transition(workspace, issue, to=to)  # blocked; unblocked (invariant 16)
+        # Blocked; unblocked (invariant 16 (the work graph)).
+        graph.on_transition(workspace, issue, to=to)
         issue.status = to
         changed = ["status", "updated_at"]
         if report is not None:

@@ -1,4 +1,5 @@
-"""Worktrees, the lock a run takes on one, and which lock that is (invariant 10).
+"""Worktrees, the lock a run takes on one, and which lock that is (invariant 10 (lock mode per
+run)).
 
 A run that mutates a working tree holds that worktree exclusively; a run that
 touches no files (planning, drafting, review of text) holds nothing and runs fully
@@ -46,7 +47,7 @@ def create_worktree(
         raise InvalidInput(f"Worktree {slug!r} already exists.", field="slug") from None
 
 
-# --- resolution: the decision table of invariant 10 ---------------------------
+# --- resolution: the decision table of invariant 10 (lock mode per run) ---------------------------
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ def primary_worktree_lock(*, issue: Issue) -> ExclusiveLock:
 
 
 def _same_workspace(worktree: Worktree, *, issue: Issue) -> Worktree:
-    # Invariant 9: a foreign key set by hand (admin, import) must not lend another
-    # tenant's checkout; treat it as a configuration error, not as a lock target.
+    # Invariant 9 (workspace isolation): a foreign key set by hand (admin, import) must not lend
+    # another tenant's checkout; treat it as a configuration error, not as a lock target.
     if worktree.workspace_id != issue.workspace_id:
         raise WorktreeConfigurationError(
             f"Worktree {worktree.slug!r} belongs to another workspace; "
@@ -137,8 +138,8 @@ def lock_fields(lock: RunLock) -> dict[str, Any]:
 def insert_lock(*, workspace_id: int, worktree_id: int, session_id: int, run_id: int) -> int | None:
     """Take the worktree's lock for ``run``, or return None if it is held.
 
-    Invariants 10 and 4: one writer per worktree. The partial unique index
-    ``one_unreleased_lock_per_worktree`` is the guard, so concurrent dispatchers
+    Invariants 10 (lock mode per run) and 4 (stale reclaim): one writer per worktree. The partial
+    unique index ``one_unreleased_lock_per_worktree`` is the guard, so concurrent dispatchers
     cannot both win; ON CONFLICT turns the loser's insert into "no row" instead of an
     IntegrityError that would abort the PostgreSQL transaction holding its run.
 
@@ -187,7 +188,7 @@ class Busy:
 def acquire_worktree_lock(*, run: Run, worktree: Worktree) -> Busy | None:
     """Lock ``worktree`` for ``run``: None on success, else who holds it.
 
-    A dead holder's lock is reclaimed ``expired`` in this call (invariant 4), then
+    A dead holder's lock is reclaimed ``expired`` in this call (invariant 4 (stale reclaim)), then
     the insert is tried again (``reclaim``); once the attempts are spent, the
     worktree is plainly contended and is reported busy rather than spun on.
     """

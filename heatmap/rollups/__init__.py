@@ -1,5 +1,5 @@
 """Events per path in a window, read from the daily rollups and the window's edges
-(invariant 14).
+(invariant 14 (rollups)).
 
 A window ``[since, until)`` is read as the UTC days ``[first, end)`` from the first
 midnight at or after ``since`` to the first at or after ``until``, plus the events of

@@ -1,7 +1,7 @@
 """The heatmap's part in a bulk load (``coordination.services.bulk``): its triggers
 off while the rows are written, then every rollup and day count of the workspace
-recounted from them, in the load's transaction (the bulk path of invariants 14 and
-15)."""
+recounted from them, in the load's transaction (the bulk path of invariants 14 (rollups) and 15 (day
+counts))."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager

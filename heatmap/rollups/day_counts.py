@@ -1,5 +1,5 @@
 """The triggers that keep the health page's per-day counts (``heatmap.models.DayCount``)
-exact, in the writer's transaction (invariant 15).
+exact, in the writer's transaction (invariant 15 (day counts)).
 
 Four series, each one table counted by one time column and one kind: conflicts by
 ``occurred_at`` (rejected or forced), WIP-cap denials by ``occurred_at``, and lease and

@@ -1,5 +1,5 @@
 """The triggers that keep the heatmap's rollups exact, in the writer's transaction
-(invariant 14).
+(invariant 14 (rollups)).
 
 Each event table (``issue_file_claims`` by ``claimed_at``, ``claim_conflicts`` by
 ``occurred_at``) gets three: after an insert, after a delete, and after an update

@@ -2,11 +2,11 @@
 
 Nine grouped statements, whatever the number of workspaces, projects or rows (a
 test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
-live sessions (and the stalled among them, invariant 17), unreleased leases (split by
-their liveness, invariants 1 and 17), lease releases by reason, unreleased file
-claims, claim conflicts, WIP-cap denials and webhook deliveries by state. A workspace or project
-with none of something shows 0, so "no live agents" is a value an alert can see.
-The two counters count the append-only logs (invariant 8): they only grow.
+live sessions (and the stalled among them, invariant 17 (stalled is derived)), unreleased leases
+(split by their liveness, invariants 1 (liveness) and 17 (stalled is derived)), lease releases by
+reason, unreleased file claims, claim conflicts, WIP-cap denials and webhook deliveries by state. A
+workspace or project with none of something shows 0, so "no live agents" is a value an alert can
+see. The two counters count the append-only logs (invariant 8 (append-only logs)): they only grow.
 """
 
 from collections import defaultdict

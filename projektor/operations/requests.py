@@ -7,8 +7,8 @@ the response's ``X-Request-ID`` and set on every record logged meanwhile.
 The line names the workspace, the key and the agent when the request shows them
 without a query: the API key's id and workspace (``request.auth``, which DRF sets on
 the Django request too); the workspace a person's request named (header, query or
-page URL); the agent the call acted as: an agent key's own (invariant 13: the key is
-the actor, loaded with it), else the one a successful API answer names (a session,
+page URL); the agent the call acted as: an agent key's own (invariant 13 (the key is the actor): the
+key is the actor, loaded with it), else the one a successful API answer names (a session,
 lease, claim or message names its agent; start_work's its session's).
 """
 

@@ -1,5 +1,5 @@
-"""The runner's progress (docs/agents.md; invariant 17's stall rule): at each heartbeat
-the watch looks at the worktree and reports progress only when it changed."""
+"""The runner's progress (docs/agents.md; invariant 17 (stalled is derived)'s stall rule): at each
+heartbeat the watch looks at the worktree and reports progress only when it changed."""
 
 import subprocess
 from pathlib import Path

@@ -1,5 +1,6 @@
 """`projektor ready` against a live server: blocked issues are left out, and each
-issue names its collisions with what others hold, the free ones first (invariant 16)."""
+issue names its collisions with what others hold, the free ones first (invariant 16 (the work
+graph))."""
 
 import json
 

@@ -1,5 +1,5 @@
-"""No link crosses a workspace (invariant 9), refused by the database itself (migration
-0003), on SQLite and on PostgreSQL; and the migration's repair of existing rows.
+"""No link crosses a workspace (invariant 9 (workspace isolation)), refused by the database itself
+(migration 0003), on SQLite and on PostgreSQL; and the migration's repair of existing rows.
 
 The links: issue.worktree, issue.project, issue.assignee, agent.worktree and
 project.primary_worktree; and the other side, a linked worktree, project or agent

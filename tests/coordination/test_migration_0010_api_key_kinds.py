@@ -1,6 +1,6 @@
 """Migration 0010: every key made before kinds existed becomes a fleet key that may
-force, as it behaved; no agent, no expiry (invariant 13). Run backwards and forwards
-on the test database."""
+force, as it behaved; no agent, no expiry (invariant 13 (the key is the actor)). Run backwards and
+forwards on the test database."""
 
 import pytest
 from django.db import connection

@@ -1,4 +1,4 @@
-"""The overlap rule (invariant 11) against a brute-force model, over generated trees.
+"""The overlap rule (invariant 11 (overlap)) against a brute-force model, over generated trees.
 
 The model knows nothing of strings: a path is a tuple of segments, a claim holds a
 set of files of the tree, and two claims overlap iff some file is held by both. The

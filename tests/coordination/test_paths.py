@@ -1,4 +1,5 @@
-"""The path normaliser (invariant 6): examples, every rejected kind, and properties."""
+"""The path normaliser (invariant 6 (paths are literal)): examples, every rejected kind, and
+properties."""
 
 import sys
 import unicodedata

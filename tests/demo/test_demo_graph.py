@@ -1,5 +1,5 @@
 """The demo's work graph: chains and an epic, and a ready queue that leaves the
-blocked links of each chain out (invariant 16)."""
+blocked links of each chain out (invariant 16 (the work graph))."""
 
 import pytest
 

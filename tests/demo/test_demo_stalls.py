@@ -1,7 +1,7 @@
 """The demo's stalled agents: now and then the scripted agent sits idle between its
 edits for longer than the stall threshold while its runner heartbeats; the server
-shows its session stalled (invariant 17), it keeps its lease, and it carries on to
-hand the issue in."""
+shows its session stalled (invariant 17 (stalled is derived)), it keeps its lease, and it carries on
+to hand the issue in."""
 
 from __future__ import annotations
 

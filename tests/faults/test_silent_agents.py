@@ -23,7 +23,7 @@ from tests.api_helpers import V1, assert_error, post
 
 
 def heartbeat_seconds_ago(session: AgentSession, seconds: float) -> None:
-    """Move the session's last heartbeat back by the database's clock (invariant 1)."""
+    """Move the session's last heartbeat back by the database's clock (invariant 1 (liveness))."""
     AgentSession.objects.filter(pk=session.pk).update(
         last_heartbeat_at=ExpressionWrapper(
             DbNow() - Value(timedelta(seconds=seconds)), output_field=DateTimeField()

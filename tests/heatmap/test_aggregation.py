@@ -203,7 +203,7 @@ def test_path_head_cuts_whole_segments():
 
 
 def test_a_directory_claim_counts_once_at_its_directory(workspace, make_issue, add_claim):
-    """Invariant 11: ``src/api/`` is one claim of the directory ``src/api``, not of a
+    """Invariant 11 (overlap): ``src/api/`` is one claim of the directory ``src/api``, not of a
     node of its own; at any depth it counts once, and marks its node a directory."""
     issue = make_issue()
     for path in ("src/api/", "src/api/views.py", "src/", "lib/"):

@@ -1,5 +1,5 @@
 """A bulk load (``coordination.services.bulk``) is counted once after, exactly as the
-triggers would have counted it row by row (invariants 14 and 15; SQLite and
+triggers would have counted it row by row (invariants 14 (rollups) and 15 (day counts); SQLite and
 PostgreSQL), and a failed one changes nothing."""
 
 from datetime import UTC, datetime, timedelta

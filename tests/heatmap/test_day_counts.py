@@ -1,4 +1,4 @@
-"""The health page's day counts against the rows they count (invariant 15; SQLite and
+"""The health page's day counts against the rows they count (invariant 15 (day counts); SQLite and
 PostgreSQL).
 
 Any history of conflicts, WIP-cap denials, leases and file claims, written in any

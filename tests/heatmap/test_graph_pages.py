@@ -1,6 +1,6 @@
 """The board marks blocked cards and cards whose expected files are held; the issue
 page shows its blockers, what it blocks, its parent and its children's progress
-(invariant 16)."""
+(invariant 16 (the work graph))."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Heatmap migration 0003: rollups kept by 0002 (rows only for days with events) get a
 row for every day of each key, counting the same, and the new triggers keep them so
-(invariant 14). Run backwards and forwards on the test database."""
+(invariant 14 (rollups)). Run backwards and forwards on the test database."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,5 +1,5 @@
 """Heatmap migration 0004: the releases and conflicts made before it are counted into
-the day counts, and its triggers count the ones after (invariant 15). Run backwards
+the day counts, and its triggers count the ones after (invariant 15 (day counts)). Run backwards
 and forwards on the test database."""
 
 from datetime import UTC, datetime

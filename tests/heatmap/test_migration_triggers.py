@@ -1,5 +1,6 @@
 """The heatmap's triggers as its migrations install them are the ones
-``heatmap.rollups`` generates today (invariants 14 and 15), on SQLite and PostgreSQL.
+``heatmap.rollups`` generates today (invariants 14 (rollups) and 15 (day counts)), on SQLite and
+PostgreSQL.
 
 Each migration carries its SQL frozen, so an upgraded database keeps the SQL of its
 last migration: a change to the generated SQL without a migration that installs it

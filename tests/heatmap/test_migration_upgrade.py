@@ -1,6 +1,7 @@
 """A database that holds a history from before the heatmap's first triggers, upgraded
 through every heatmap migration with more history written at each, counts what a
-recount from the rows counts (invariants 14 and 15), on SQLite and PostgreSQL.
+recount from the rows counts (invariants 14 (rollups) and 15 (day counts)), on SQLite and
+PostgreSQL.
 
 Each migration runs its own frozen SQL, so this is the path an old database takes,
 not the code of today installed at the first step.

@@ -1,4 +1,4 @@
-"""The daily rollups against the event rows they count (invariant 14; SQLite and
+"""The daily rollups against the event rows they count (invariant 14 (rollups); SQLite and
 PostgreSQL).
 
 Any history, written in any order (back-dated rows included), with rows deleted and

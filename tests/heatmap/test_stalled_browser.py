@@ -1,5 +1,5 @@
-"""A stalled agent on the health page in a real browser (invariant 17): counted in the
-figures, listed with how long it has stalled, its last note and what it holds, and
+"""A stalled agent on the health page in a real browser (invariant 17 (stalled is derived)): counted
+in the figures, listed with how long it has stalled, its last note and what it holds, and
 the page laid out whole. The screenshot is kept at /tmp/health-stalled.png."""
 
 from datetime import timedelta

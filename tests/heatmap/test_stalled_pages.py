@@ -1,5 +1,5 @@
-"""Stalled agents on the managers' pages (invariant 17): the health page counts and
-lists them (how long, holding what), the board marks their cards, the agent's page
+"""Stalled agents on the managers' pages (invariant 17 (stalled is derived)): the health page counts
+and lists them (how long, holding what), the board marks their cards, the agent's page
 shows its last progress and note."""
 
 from datetime import timedelta

@@ -1,5 +1,5 @@
 """The rollup triggers find a path's key by its index, however many keys there are
-(invariant 14; PostgreSQL, whose triggers plan their statements).
+(invariant 14 (rollups); PostgreSQL, whose triggers plan their statements).
 
 A claim's path is in the ``"C"`` collation (coordination 0011), a key's in the
 database's: compared as they come, the key's unique index cannot answer, and every

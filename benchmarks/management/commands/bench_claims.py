@@ -3,7 +3,7 @@
 Prints throughput, latency percentiles and the outcome mix for three workloads:
 
 - ``one-project``: every worker claims its own issues, all in one project, so
-  admission (the per-project lock of invariant 3) serialises them;
+  admission (the per-project lock of invariant 3 (the WIP cap)) serialises them;
 - ``per-project``: the same, but each worker in its own project: nothing to share;
 - ``contended``: all workers fight over four issues (exclusivity, stale reclaim).
 

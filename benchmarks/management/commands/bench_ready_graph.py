@@ -1,5 +1,5 @@
-"""The ready queue over the work graph (invariant 16), in-process, on the configured
-database: 10,000 issues, 20,000 ``blocks`` links (acyclic: each from an older issue to
+"""The ready queue over the work graph (invariant 16 (the work graph)), in-process, on the
+configured database: 10,000 issues, 20,000 ``blocks`` links (acyclic: each from an older issue to
 a newer one), two expected paths per issue (a file and a directory), and 2,000 live
 claims held by 100 live sessions, some of them on the queue's expected paths.
 

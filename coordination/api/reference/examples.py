@@ -159,7 +159,7 @@ CLAIMS = [
 ]
 HOLDER = {"path": PATHS[0], "held_path": PATHS[0], "issue": 9, "session": 14, "agent": "coder-2"}
 # coder-3 (session 15) holds the directory src/webhooks/ for issue 11: it holds
-# src/webhooks/retry.py too (invariant 11).
+# src/webhooks/retry.py too (invariant 11 (overlap)).
 DIRECTORY_HOLDER = {
     "path": PATHS[0],
     "held_path": "src/webhooks/",

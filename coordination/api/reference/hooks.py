@@ -72,8 +72,8 @@ def postprocess(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
 
 
 def key_refusals(method: str, path: str) -> list[Refusal]:
-    """What the route's rule refuses a key (invariant 13), looked up as a request to
-    that path would be (the URL id as 1)."""
+    """What the route's rule refuses a key (invariant 13 (the key is the actor)), looked up as a
+    request to that path would be (the URL id as 1)."""
     try:
         match = resolve(path.replace("{id}", "1"))
     except Resolver404:

@@ -316,7 +316,8 @@ ISSUE_NOT_FOUND = refusal(
     variant="issue",
 )
 
-# --- what a key may not do (invariant 13; coordination/api/access.py says which) -------
+# --- what a key may not do (invariant 13 (the key is the actor); coordination/api/access.py says
+# which) -------
 
 READ_KEY = refusal(
     e.Forbidden,

@@ -18,8 +18,8 @@ class LeaseReleaseInput(SessionRefInput):
 class LeaseSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
-    # Unreleased and past its project's age cap (invariant 17); a row read without the
-    # annotation (a lease just granted or released) is not.
+    # Unreleased and past its project's age cap (invariant 17 (stalled is derived)); a row read
+    # without the annotation (a lease just granted or released) is not.
     aged_out = serializers.BooleanField(read_only=True, default=False)
     release_reason = ReleaseReasonField()
     fence = serializers.IntegerField(read_only=True)

@@ -68,7 +68,7 @@ class SessionSerializer(FieldsBoundOnce, serializers.ModelSerializer):
     department = serializers.CharField(source="agent.department")
     worktree = serializers.CharField(source="agent.worktree.slug", read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live")
-    # Live, and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17).
+    # Live, and no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17 (stalled is derived)).
     stalled = serializers.BooleanField(source="is_stalled")
     # The session TTL, so that a client knows how often to heartbeat (a quarter of it).
     ttl_seconds = serializers.SerializerMethodField()

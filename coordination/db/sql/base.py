@@ -88,7 +88,7 @@ class Dialect:
         return self.vendor == "postgresql"
 
     def now(self) -> str:
-        """The database's clock (invariant 1: one clock writes and judges heartbeats).
+        """The database's clock (invariant 1 (liveness): one clock writes and judges heartbeats).
 
         SQLite stores datetimes as ISO text; ``%f`` has milliseconds only, and the
         padding to microseconds keeps text comparisons with Django-written values
@@ -98,7 +98,7 @@ class Dialect:
         return "(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now') || '000')"
 
     def live(self, alias: str) -> str:
-        """Invariant 1, as SQL: the session row ``alias`` is active and its last
+        """Invariant 1 (liveness), as SQL: the session row ``alias`` is active and its last
         heartbeat is younger than the TTL."""
         ttl = int(self.ttl_seconds)
         if self.postgres:
@@ -114,13 +114,14 @@ class Dialect:
         return f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{int(seconds)} seconds') || '000')"
 
     def stalled(self, alias: str) -> str:
-        """Invariant 15, as SQL: the session row ``alias`` is live and has made no
-        progress for ``PROJEKTOR_STALL_AFTER_SECONDS``."""
+        """Invariant 17 (stalled is derived), as SQL: the session row ``alias`` is live and has made
+        no progress for ``PROJEKTOR_STALL_AFTER_SECONDS``."""
         since = self.ago(self.stall_seconds)
         return f"({self.live(alias)} AND {alias}.last_progress_at <= {since})"
 
     def young(self, alias: str) -> str:
-        """Invariant 15: the lease row ``alias`` is within its project's age cap."""
+        """Invariant 17 (stalled is derived): the lease row ``alias`` is within its project's age
+        cap."""
         return f"({alias}.ages_out_at IS NULL OR {alias}.ages_out_at > {self.now()})"
 
     def lease_live(self, lease: str, session: str) -> str:

@@ -1,4 +1,4 @@
-"""The event log's one write (invariant 12)."""
+"""The event log's one write (invariant 12 (one event per change))."""
 
 import json
 from dataclasses import dataclass, field

@@ -22,7 +22,7 @@ from coordination.paths import overlap_probes
 
 @dataclass(frozen=True)
 class Overlap:
-    """What requested paths overlap (invariant 11), as the statements look for it:
+    """What requested paths overlap (invariant 11 (overlap)), as the statements look for it:
     ``exact``, the paths themselves and every directory above one (found by
     equality); ``lows`` and ``highs``, the bounds of each requested directory's
     subtree (found by one index range scan each: ``paths.subtree_bounds``)."""
@@ -50,8 +50,9 @@ def ordered_locks(keyed: Iterable[tuple[int, bool]]) -> tuple[list[int], list[bo
 
 def path_locks(*, namespace: int, keys: list[int], exclusive: list[bool]) -> Statement:
     """PostgreSQL only: transaction-scoped advisory locks, exclusive or shared, in the
-    order of ``keys`` (invariants 5 and 11: ``coordination.services.file_claims.claim``
-    tells why overlapping claimers queue and disjoint ones do not)."""
+    order of ``keys`` (invariants 5 (all-or-nothing) and 11 (overlap):
+    ``coordination.services.file_claims.claim`` tells why overlapping claimers queue and disjoint
+    ones do not)."""
     return (
         "SELECT CASE WHEN requested.exclusive THEN pg_advisory_xact_lock(%s, requested.key)"
         " ELSE pg_advisory_xact_lock_shared(%s, requested.key) END"
@@ -72,7 +73,7 @@ def overlapping_ids(d: Dialect, *, workspace_id: int, overlap: Overlap) -> State
     """A subquery: the ids of the unreleased claims that overlap ``overlap``'s paths.
     Index scans on ``one_unreleased_claim_per_path`` only (equality for the paths and
     the directories above them, a range per requested directory), so its cost follows
-    what it finds, not how many claims are held or were ever held (invariant 11)."""
+    what it finds, not how many claims are held or were ever held (invariant 11 (overlap))."""
     ranges, range_params = d.ranges("r", overlap.lows, overlap.highs)
     index = d.sqlite_only(f"INDEXED BY {UNRELEASED_PATHS}")
     return (
@@ -117,8 +118,8 @@ def overlapping_holders(
 ) -> Statement:
     """The unreleased claims that overlap the requested paths, with their agent and
     whether their session is live, in path order; with ``lock``, row-locked in that
-    order (invariants 5 and 11: what a claim classifies stays true until it commits;
-    a row released while we waited for it is re-checked and left out)."""
+    order (invariants 5 (all-or-nothing) and 11 (overlap): what a claim classifies stays true until
+    it commits; a row released while we waited for it is re-checked and left out)."""
     ids, params = overlapping_ids(d, workspace_id=workspace_id, overlap=overlap)
     return (
         f"SELECT {columns(CLAIM, 'c')}, {columns(AGENT, 'a')}, {d.live('s')}"
@@ -134,7 +135,7 @@ def overlapping_holders(
 
 
 def release_dead_claims(d: Dialect, *, ids: list[int], reason: str) -> Statement:
-    """Invariant 4, for every dead holder a claim found in one statement: release
+    """Invariant 4 (stale reclaim), for every dead holder a claim found in one statement: release
     the claims among ``ids`` whose session is not live (compare-and-set: a holder
     revived by a heartbeat meanwhile is kept, and the caller sees it missing from
     the returned ids). A claim with no session is held until forced, never dead."""
@@ -158,8 +159,8 @@ def insert_claims(
     agent_id: int | None,
     paths: list[str],
 ) -> Statement:
-    """One unreleased claim per path (invariant 5). ON CONFLICT turns a path someone
-    else holds into "no row" instead of an error that would abort the PostgreSQL
+    """One unreleased claim per path (invariant 5 (all-or-nothing)). ON CONFLICT turns a path
+    someone else holds into "no row" instead of an error that would abort the PostgreSQL
     transaction; the caller treats a missing row as a lost race."""
     rows = ", ".join([f"(%s, %s, %s, %s, %s, {d.now()}, '')"] * len(paths))
     params: list[Any] = []
@@ -201,8 +202,9 @@ class ConflictRow:
 def insert_conflicts(
     d: Dialect, *, workspace_id: int, rows: list[ConflictRow], forced: bool
 ) -> Statement:
-    """Invariants 5 and 8: one append-only ``claim_conflicts`` row per contested path,
-    in one INSERT (a refused claim holds its path locks until this commits)."""
+    """Invariants 5 (all-or-nothing) and 8 (append-only logs): one append-only ``claim_conflicts``
+    row per contested path, in one INSERT (a refused claim holds its path locks until this
+    commits)."""
     values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
     params: list[Any] = []
     for row in rows:
@@ -244,7 +246,7 @@ def release_claims(
     a claim of the same paths queue instead of deadlocking. SQLite locks no row and
     needs no order, and asked for one its planner walked the partial index of every
     unreleased claim of the workspace to avoid a sort (a cost that grows with the
-    claims held, against invariant 11's flat cost); it is told its index instead: the
+    claims held, against invariant 11 (overlap)'s flat cost); it is told its index instead: the
     ids by rowid, paths by the partial index, an issue's claims by the issue index, a
     session's by the partial one."""
     conditions = ["released_at IS NULL"]

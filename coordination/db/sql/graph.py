@@ -1,5 +1,5 @@
-"""The work graph in SQL (invariant 16): an issue's links and expected paths as JSON
-columns, whether it is blocked, and its collisions with live claims.
+"""The work graph in SQL (invariant 16 (the work graph)): an issue's links and expected paths as
+JSON columns, whether it is blocked, and its collisions with live claims.
 
 Each is a correlated subquery on the issue row ``alias``, so the ready queue's page
 and the issue lists carry the whole graph of each issue in the statement that reads
@@ -66,8 +66,8 @@ def blocked(alias: str, *, fence: str = "") -> str:
 
 def held_at(d: Dialect, match: str) -> str:
     """The join of the claims ``c`` that ``match`` finds from the expected path ``e``
-    and that are held now (holder live, or no session: invariant 5), always probed from
-    ``e`` by the claims' partial index: the cost is flat in the number of live claims.
+    and that are held now (holder live, or no session: invariant 5 (all-or-nothing)), always probed
+    from ``e`` by the claims' partial index: the cost is flat in the number of live claims.
     SQLite: a CROSS JOIN keeps ``e`` the outer loop, and the index is named.
     PostgreSQL: a LATERAL subquery, kept from being merged back by OFFSET 0; left free,
     its planner at times read every live claim once per issue and probed the expected
@@ -88,7 +88,7 @@ def held_at(d: Dialect, match: str) -> str:
 def collision_rows(d: Dialect, alias: str) -> str:
     """A FROM item ``k(path, held_path, issue, agent)``: the expected paths of issue
     ``alias`` that another issue's held claim holds now, by the overlap rule
-    (invariant 11). From each expected path, by index only (``held_at``): a claim at
+    (invariant 11 (overlap)). From each expected path, by index only (``held_at``): a claim at
     one of its probes (the path, a directory above it) by equality, and, for an
     expected directory, the claims under it by one range scan of the claims' partial
     index. The cost follows the issue's paths and what they find, never the number of

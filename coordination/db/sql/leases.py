@@ -18,7 +18,7 @@ from coordination.db.sql.base import (
 
 
 def lock_issue_project(d: Dialect, *, workspace_id: int, issue_id: int) -> Statement:
-    """A lease claim's first lock (invariant 3): the row of the issue's project,
+    """A lease claim's first lock (invariant 3 (the WIP cap)): the row of the issue's project,
     ``FOR NO KEY UPDATE``, found from the workspace's issue in the same statement (only
     the project row is locked; the issue's comes next, as a share). NO KEY UPDATE
     conflicts with itself (claimers of a project queue) but not with the foreign-key
@@ -55,9 +55,10 @@ def share_claimed_issue(
 
 
 def unreleased_lease(d: Dialect, *, issue_id: int) -> Statement:
-    """The issue's unreleased lease (one at most, invariant 2), whether it is live
-    (its holder live, invariant 1, and within its age cap, invariant 17), whether it
-    aged out, and its agent: what ``selectors.claims.leases`` shows of it."""
+    """The issue's unreleased lease (one at most, invariant 2 (one live lease per issue)), whether
+    it is live (its holder live, invariant 1 (liveness), and within its age cap, invariant 17
+    (stalled is derived)), whether it aged out, and its agent: what ``selectors.claims.leases``
+    shows of it."""
     return (
         f"SELECT {columns(LEASE, 'l')}, {d.lease_live('l', 's')}, NOT {d.young('l')},"
         f" {columns(AGENT, 'a')}"
@@ -90,13 +91,13 @@ def insert_lease_within_cap(
     project_id: int,
     limit: int,
 ) -> Statement:
-    """Invariants 1, 2, 3 and 17: insert the lease iff its session is live now and the
-    project's live leases (an aged-out one is not) are below ``limit``, numbering its
-    fence ``MAX(fence) + 1`` and stamping ``ages_out_at`` from the project's cap;
-    the partial unique index turns a second unreleased lease into "no row"
-    (``leases.insert_lease_within_cap``). Returns every column of the new lease. The
+    """Invariants 1 (liveness), 2 (one live lease per issue), 3 (the WIP cap) and 17 (stalled is
+    derived): insert the lease iff its session is live now and the project's live leases (an
+    aged-out one is not) are below ``limit``, numbering its fence ``MAX(fence) + 1`` and stamping
+    ``ages_out_at`` from the project's cap; the partial unique index turns a second unreleased lease
+    into "no row" (``leases.insert_lease_within_cap``). Returns every column of the new lease. The
     count reads the workspace's unreleased leases off that index (a project's leases
-    are its workspace's, invariant 9)."""
+    are its workspace's, invariant 9 (workspace isolation))."""
     return (
         f"""
         INSERT INTO {LEASE} (workspace_id, issue_id, session_id, agent_id,
@@ -140,8 +141,8 @@ def assign_unassigned_issue(
 
 
 def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
-    """The fence of the issue's unreleased lease unless it aged out (invariant 17: an
-    aged-out lease's fence is stale); ``FOR SHARE`` with ``share``, so a reclaim,
+    """The fence of the issue's unreleased lease unless it aged out (invariant 17 (stalled is
+    derived): an aged-out lease's fence is stale); ``FOR SHARE`` with ``share``, so a reclaim,
     release or close (which UPDATE that row) waits for this transaction."""
     lock = d.lock("FOR SHARE") if share else ""
     return (
@@ -152,8 +153,8 @@ def lease_fence(d: Dialect, *, issue_id: int, share: bool) -> Statement:
 
 
 def release_if_holder_dead(d: Dialect, *, table: str, row_id: int, reason: str) -> Statement:
-    """Invariant 4: compare-and-set release of a lease or worktree lock iff its holder
-    session is not live (a row whose session is gone has no holder); 0 rows means it
+    """Invariant 4 (stale reclaim): compare-and-set release of a lease or worktree lock iff its
+    holder session is not live (a row whose session is gone has no holder); 0 rows means it
     is live (or revived), or someone else released it first."""
     return (
         f"""
@@ -168,8 +169,8 @@ def release_if_holder_dead(d: Dialect, *, table: str, row_id: int, reason: str) 
 
 
 def release_stale_lease(d: Dialect, *, lease_id: int) -> Statement:
-    """Invariants 4 and 17: compare-and-set release of a lease that is not live,
-    ``expired`` if its holder is dead (the stronger signal), else ``max_age`` (it
+    """Invariants 4 (stale reclaim) and 17 (stalled is derived): compare-and-set release of a lease
+    that is not live, ``expired`` if its holder is dead (the stronger signal), else ``max_age`` (it
     aged out); returning the reason, no row if it is live or already released."""
     dead = (
         f"(session_id IS NULL OR NOT EXISTS (SELECT 1 FROM {SESSION} s"
@@ -219,10 +220,10 @@ def release_leases(
     fence: int | None = None,
 ) -> Statement:
     """Compare-and-set release of the unreleased leases matching every given filter
-    (invariant 7: a lease released meanwhile keeps its first reason; with ``fence``,
-    only a lease within its age cap: invariant 17), returning each one's columns, its
-    issue's project and its agent's columns (``related_columns``: SQLite's RETURNING
-    names no other table, so each is a subquery by primary key)."""
+    (invariant 7 (release reasons): a lease released meanwhile keeps its first reason; with
+    ``fence``, only a lease within its age cap: invariant 17 (stalled is derived)), returning each
+    one's columns, its issue's project and its agent's columns (``related_columns``: SQLite's
+    RETURNING names no other table, so each is a subquery by primary key)."""
     conditions = ["released_at IS NULL"]
     params: list[object] = [reason]
     for column, value in (
@@ -235,7 +236,7 @@ def release_leases(
         if value is not None:
             conditions.append(f"{column} = %s")
             params.append(value)
-    if fence is not None:  # an aged-out lease's fence is stale (invariant 17)
+    if fence is not None:  # an aged-out lease's fence is stale (invariant 17 (stalled is derived))
         conditions.append(d.young(LEASE))
     return (
         f"UPDATE {LEASE} SET released_at = {d.now()}, release_reason = %s"

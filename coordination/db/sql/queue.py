@@ -46,8 +46,9 @@ class Queue:
     """Which queue: the workspace's, or one project's; the ready issues only or, with
     ``closed`` (the closed statuses), every issue not in those, the ready ones first.
     ``avoid_collisions``: within a priority, issues whose expected paths no live claim
-    holds come first; ``free``: only those (invariant 16's queue, docs/api.md "Ready,
-    and free"). Without either, the plain order, read off the partial index."""
+    holds come first; ``free``: only those (invariant 16 (the work graph)'s queue; docs/api.md
+    "The work graph", ready and free). Without either, the plain order, read off the
+    partial index."""
 
     workspace_id: int
     project_id: int | None = None
@@ -57,10 +58,10 @@ class Queue:
 
 
 def queue_filter(d: Dialect, queue: Queue, *, paged: bool = True) -> Statement:
-    """The issues of the queue: without a live lease (invariant 2: a dead holder's
-    issue is free again, and so is an aged-out lease's, invariant 17), of its project
-    if it names one, ready and not blocked (invariant 16), or open; with ``free``,
-    colliding with no live claim. ``paged``: for a page, which stops at its end, not
+    """The issues of the queue: without a live lease (invariant 2 (one live lease per issue): a dead
+    holder's issue is free again, and so is an aged-out lease's, invariant 17 (stalled is derived)),
+    of its project if it names one, ready and not blocked (invariant 16 (the work graph)), or open;
+    with ``free``, colliding with no live claim. ``paged``: for a page, which stops at its end, not
     for the count, which looks at every issue."""
     live_lease = (
         f"SELECT 1 FROM {LEASE} held JOIN {SESSION} hs ON hs.id = held.session_id"
@@ -143,8 +144,9 @@ def queue_order(queue: Queue) -> str:
 def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statement:
     """A page of the queue in its order, each issue with every column of its project,
     worktree and assignee (``NULL``s for none) and of its unreleased lease (one at
-    most, invariant 2: a dead holder's), whether the lease's holder is live (invariant
-    1) and the lease's agent: what the API shows of a queued issue, in one statement.
+    most, invariant 2 (one live lease per issue): a dead holder's), whether the lease's holder is
+    live (invariant 1 (liveness)) and the lease's agent: what the API shows of a queued issue, in
+    one statement.
 
     The page is chosen first, in a subquery, and joined after: planning the nine
     tables' joins at once cost PostgreSQL 6 ms a page, the page and then its joins 2
@@ -152,7 +154,7 @@ def queue_page(d: Dialect, queue: Queue, *, limit: int, offset: int) -> Statemen
 
     Each issue brings its graph as JSON columns (``sql.graph``): its links both ways,
     its expected paths, and its collisions with live claims, the last one statement
-    for the whole page by index range scans (invariant 16)."""
+    for the whole page by index range scans (invariant 16 (the work graph))."""
     window, params = queue_window(d, queue, limit=limit, offset=offset)
     shown = [
         columns(ISSUE, "i"),

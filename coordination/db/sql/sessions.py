@@ -23,7 +23,7 @@ def active_key(d: Dialect, key_hash: str) -> Statement:
     workspace, its agent (``NULL``s unless an agent key) and, last, the workspace's key
     ring version read in the same statement (0 before its first change): one indexed
     read, so a revocation or an expiry holds on every app server at once (invariant
-    13)."""
+    13 (the key is the actor))."""
     return (
         f"SELECT {columns(API_KEY, 'k')}, {columns(WORKSPACE, 'w')}, {columns(AGENT, 'a')},"
         " COALESCE(r.version, 0)"
@@ -67,11 +67,11 @@ def shown_session_columns(d: Dialect) -> str:
 def heartbeat(
     d: Dialect, *, workspace_id: int, session_id: int, agent_id: int | None = None
 ) -> Statement:
-    """Refresh an active session with the database clock (invariant 1). PostgreSQL
+    """Refresh an active session with the database clock (invariant 1 (liveness)). PostgreSQL
     returns the session as shown in the same statement; SQLite cannot return another
     table's columns from an UPDATE, so ``shown_session`` reads them after. With
-    ``agent_id`` (an agent key's, invariant 13), only a session of that agent: the
-    ownership check costs no statement of its own."""
+    ``agent_id`` (an agent key's, invariant 13 (the key is the actor)), only a session of that
+    agent: the ownership check costs no statement of its own."""
     beat = f"UPDATE {SESSION} SET last_heartbeat_at = {d.now()}"
     match = f"{SESSION}.workspace_id = %s AND {SESSION}.id = %s AND {SESSION}.status = %s"
     params: list[Any] = [workspace_id, session_id, "active"]
@@ -89,8 +89,8 @@ def heartbeat(
 
 
 def progress(d: Dialect, *, workspace_id: int, session_id: int, note: str) -> Statement:
-    """Invariant 15: the active session made progress now, by the database's clock,
-    with ``note``; liveness untouched (progress never revives a session)."""
+    """Invariant 17 (stalled is derived): the active session made progress now, by the database's
+    clock, with ``note``; liveness untouched (progress never revives a session)."""
     return (
         f"UPDATE {SESSION} SET last_progress_at = {d.now()}, progress_note = %s"
         " WHERE workspace_id = %s AND id = %s AND status = 'active'",
@@ -99,8 +99,8 @@ def progress(d: Dialect, *, workspace_id: int, session_id: int, note: str) -> St
 
 
 def announce_stalls(d: Dialect) -> Statement:
-    """Invariant 15's ``session.stalled``, once per stall: mark each stalled session
-    whose stall was not announced yet (compare-and-set, so of two workers one marks
+    """Invariant 17 (stalled is derived)'s ``session.stalled``, once per stall: mark each stalled
+    session whose stall was not announced yet (compare-and-set, so of two workers one marks
     it) and return it, with ``since``, for its event."""
     return (
         f"UPDATE {SESSION} SET stall_announced_for = last_progress_at"
@@ -121,13 +121,14 @@ def shown_session(d: Dialect, *, session_id: int) -> Statement:
 
 
 def session_is_live(d: Dialect, *, session_id: int) -> Statement:
-    """One row iff the session is live (invariant 1), judged by the database."""
+    """One row iff the session is live (invariant 1 (liveness)), judged by the database."""
     return f"SELECT 1 FROM {SESSION} s WHERE s.id = %s AND {d.live('s')}", [session_id]
 
 
 def session_agent(*, workspace_id: int, session_id: int) -> Statement:
     """The agent of a session of the workspace: whose it is, for an agent key's check
-    (invariant 13). A session's agent never changes, so the answer cannot go stale."""
+    (invariant 13 (the key is the actor)). A session's agent never changes, so the answer cannot go
+    stale."""
     return (
         f"SELECT agent_id FROM {SESSION} WHERE id = %s AND workspace_id = %s",
         [session_id, workspace_id],
@@ -147,8 +148,8 @@ def claim_context(
     d: Dialect, *, workspace_id: int, issue_id: int, session_id: int | None
 ) -> Statement:
     """A claim's first read, inside its transaction, so liveness is judged when the
-    claim is made (invariant 2): the workspace's issue, then the claiming session, its
-    agent and whether it is live (all NULL without a session, or when the workspace has
+    claim is made (invariant 2 (one live lease per issue)): the workspace's issue, then the claiming
+    session, its agent and whether it is live (all NULL without a session, or when the workspace has
     no such session). No row: no such issue in the workspace."""
     return (
         f"SELECT {columns(ISSUE, 'i')}, {columns(SESSION, 's')}, {columns(AGENT, 'a')},"
@@ -180,7 +181,7 @@ LIVE_SESSIONS = "session_active_heartbeat_idx"
 def session_filter(d: Dialect, listed: SessionList) -> tuple[str, str, list[Any]]:
     """What follows the sessions table in FROM (an index hint, the join to the
     sessions' agents ``a`` a filter needs; empty when none is) and the filter.
-    Liveness is the predicate itself (invariant 1), which the partial index on active
+    Liveness is the predicate itself (invariant 1 (liveness)), which the partial index on active
     sessions' heartbeats serves however many sessions have ended."""
     join = f" JOIN {AGENT} a ON a.id = {SESSION}.agent_id" if listed.agent or listed.role else ""
     if listed.stalled:

@@ -14,8 +14,8 @@ def lock_worktree_row(*, worktree_id: int) -> Statement:
 def insert_worktree_lock(
     d: Dialect, *, workspace_id: int, worktree_id: int, session_id: int, run_id: int
 ) -> Statement:
-    """Invariant 10: one writer per worktree. The partial unique index is the guard;
-    ON CONFLICT turns the loser's insert into "no row"."""
+    """Invariant 10 (lock mode per run): one writer per worktree. The partial unique index is the
+    guard; ON CONFLICT turns the loser's insert into "no row"."""
     return (
         f"""
         INSERT INTO {WORKTREE_LOCK} (workspace_id, worktree_id, session_id, run_id,
@@ -34,7 +34,7 @@ def insert_worktree_lock(
 
 
 def open_log_door(*, workspace_id: int) -> Statement:
-    """Invariant 8: the database refuses UPDATE and DELETE of log rows unless the
+    """Invariant 8 (append-only logs): the database refuses UPDATE and DELETE of log rows unless the
     workspace has an unlock row (migration 0007)."""
     return f"INSERT INTO {LOG_UNLOCK} (workspace_id) VALUES (%s)", [workspace_id]
 

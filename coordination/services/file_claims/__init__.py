@@ -1,4 +1,6 @@
-"""File claims: path-level reservations against an issue (invariants 4-8, 11).
+"""File claims: path-level reservations against an issue (invariants 4 (stale reclaim), 5
+(all-or-nothing), 6 (paths are literal), 7 (release reasons), 8 (append-only logs) and 11
+(overlap)).
 
 Issue leases stop two agents from taking one ticket; file claims stop two agents on
 different tickets from editing one file; a directory claim (``src/api/``) holds the

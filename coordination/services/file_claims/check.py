@@ -1,5 +1,5 @@
 """What a claim would be refused on, read-only: the holders of the paths that overlap
-a claim (invariant 11), and the check the pre-commit guard asks (``check_files``)."""
+a claim (invariant 11 (overlap)), and the check the pre-commit guard asks (``check_files``)."""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -16,7 +16,7 @@ from coordination.selectors import lookups
 class Holder:
     """Who holds (or held) what a path asked for: ``path`` the requested path,
     ``held_path`` the holder's claim that overlaps it (``path`` itself, a directory
-    above it, or a path under it: invariant 11), its issue, session and agent name."""
+    above it, or a path under it: invariant 11 (overlap)), its issue, session and agent name."""
 
     path: str
     held_path: str
@@ -56,7 +56,7 @@ class HeldClaim:
 def overlapping_claims(workspace_id: int, paths: Sequence[str], *, lock: bool) -> list[HeldClaim]:
     """The unreleased claims that overlap ``paths`` (normalised), with their agent, in
     path order; ``lock``: row-locked until commit (a claim's classification). One
-    statement, whatever the number of paths or of claims held (invariant 11)."""
+    statement, whatever the number of paths or of claims held (invariant 11 (overlap))."""
     statement = sql.overlapping_holders(
         dialect(), workspace_id=workspace_id, overlap=sql.overlap_of(paths), lock=lock
     )
@@ -83,7 +83,7 @@ def check_files(*, workspace: Workspace, issue_id: int, paths: Sequence[str]) ->
     """What a file claim by this issue would be refused on, with the holders.
 
     The same classification as ``file_claims.claim_files``, read-only: an unreleased
-    claim of another issue that overlaps a path (invariant 11: the path itself, a
+    claim of another issue that overlaps a path (invariant 11 (overlap): the path itself, a
     directory claim above it, or, for a directory, a claim under it) is a conflict
     when its holder session is live or it has no session (held until forced); a dead
     holder is not, since a claim would reclaim it. Paths are checked and normalised

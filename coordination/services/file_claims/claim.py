@@ -1,5 +1,5 @@
-"""Claiming files: all-or-nothing, overlap-free under concurrency (invariants 4, 5, 6,
-8, 11).
+"""Claiming files: all-or-nothing, overlap-free under concurrency (invariants 4 (stale reclaim), 5
+(all-or-nothing), 6 (paths are literal), 8 (append-only logs) and 11 (overlap)).
 
 A claim is a file (``src/a.py``) or a directory (``src/api/``, everything under it);
 two claims overlap when they are equal or one is a directory the other lies under
@@ -196,8 +196,8 @@ def log_conflicts(
     agent: Agent | None = None,
 ) -> None:
     """One append-only ``claim_conflicts`` row per (requested path, overlapping holder)
-    (invariants 8 and 11), at the deeper of the two paths, where they meet; in one
-    INSERT per thousand rows. The rejected agent is the session's, or ``agent`` for a
+    (invariants 8 (append-only logs) and 11 (overlap)), at the deeper of the two paths, where they
+    meet; in one INSERT per thousand rows. The rejected agent is the session's, or ``agent`` for a
     claimer without one."""
     rejected_agent_id = session.agent_id if session is not None else (agent.pk if agent else None)
     rows = [
@@ -271,7 +271,8 @@ def claim_files(
     force: bool = False,
     fence: int | None = None,
 ) -> ClaimedFiles:
-    """Claim every path for the issue, or none (invariants 4, 5, 6, 8, 11).
+    """Claim every path for the issue, or none (invariants 4 (stale reclaim), 5 (all-or-nothing), 6
+    (paths are literal), 8 (append-only logs) and 11 (overlap)).
 
     A path ending in ``/`` claims the directory and everything under it. With
     ``fence`` (the fence of the issue's lease, docs/api.md "Fences"), the claim is
@@ -368,7 +369,7 @@ def _attempt(
         log_conflicts(workspace=workspace, issue=issue, session=session, pairs=pairs, forced=force)
         if contested and not force:
             # Commit the conflict log only: dead holders are left for the next
-            # successful claim, so a refusal changes nothing else (invariant 6).
+            # successful claim, so a refusal changes nothing else (invariant 6 (paths are literal)).
             announce_refusal(
                 workspace=workspace,
                 issue=issue,

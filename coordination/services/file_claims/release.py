@@ -59,7 +59,7 @@ def release_files(
     """Release the issue's claims as ``released``: on ``paths`` (all if None), and
     only ``session``'s when given. Paths the issue does not hold are ignored. A path
     releases the claim spelled so, exactly: ``src/api/`` the directory claim, never
-    the claims under it (invariant 11), and ``src/api`` a file claim of that name.
+    the claims under it (invariant 11 (overlap)), and ``src/api`` a file claim of that name.
 
     One statement and its event; the issue and session are looked up only when
     nothing was released, to tell "nothing held" from "no such issue or session".

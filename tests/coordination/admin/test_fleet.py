@@ -132,7 +132,7 @@ def test_force_release_of_a_worktree_lock_cancels_its_run(
 
 
 def test_a_directory_claim_is_visibly_a_directory(operator, workspace, make_issue):
-    """Invariant 11: ``src/api/`` holds its whole subtree, and the list says so; the
+    """Invariant 11 (overlap): ``src/api/`` holds its whole subtree, and the list says so; the
     kind filter keeps directories or files."""
     issue = make_issue()
     file_claims.claim_files(workspace=workspace, issue_id=issue.pk, paths=["src/api/", "a.py"])

@@ -1,4 +1,5 @@
-"""No link crosses a workspace in the admin forms (invariant 9): refused, or not offered."""
+"""No link crosses a workspace in the admin forms (invariant 9 (workspace isolation)): refused, or
+not offered."""
 
 import pytest
 

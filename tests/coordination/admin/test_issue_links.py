@@ -1,4 +1,4 @@
-"""The issue's admin page shows its links both ways, read-only (invariant 16)."""
+"""The issue's admin page shows its links both ways, read-only (invariant 16 (the work graph))."""
 
 import pytest
 from django.urls import reverse

@@ -1,5 +1,5 @@
-"""Stalled sessions in the admin (invariant 17): their state and progress shown, a
-filter for them, an action that ends them (what they hold released ``agent_ended``,
+"""Stalled sessions in the admin (invariant 17 (stalled is derived)): their state and progress
+shown, a filter for them, an action that ends them (what they hold released ``agent_ended``,
 their agent told why), and a project's lease age cap."""
 
 from datetime import timedelta

@@ -1,5 +1,5 @@
-"""The world of the permission tests (invariant 13): two agents' sessions, issues,
-runs and keys, the callers (``PERSONAS``), each route's call and the status each
+"""The world of the permission tests (invariant 13 (the key is the actor)): two agents' sessions,
+issues, runs and keys, the callers (``PERSONAS``), each route's call and the status each
 caller must get; the snapshot of every coordination table a refusal must leave as it
 was."""
 

@@ -322,8 +322,9 @@ STATE_CHANGES = {
 }
 
 
-# --- with an agent key (invariant 13) -----------------------------------------------------
-# agent-0's own key, acting in agent-0's session (sessions[0]); it may force.
+# --- with an agent key (invariant 13 (the key is the actor))
+# ----------------------------------------------------- agent-0's own key, acting in agent-0's
+# session (sessions[0]); it may force.
 
 
 def agent_register(w: World) -> Call:

@@ -10,8 +10,8 @@ number where SQLite and PostgreSQL agree, else one per vendor: PostgreSQL takes
 advisory and row locks that SQLite's single writer does without, and returns the
 heartbeat's session from its UPDATE, which SQLite reads after.
 
-A change writes its events (invariant 12) in one more statement, the last of its
-transaction (on PostgreSQL it takes the event-writer lock too); a change that was one
+A change writes its events (invariant 12 (one event per change)) in one more statement, the last of
+its transaction (on PostgreSQL it takes the event-writer lock too); a change that was one
 statement (a release) now has a transaction around it (its SAVEPOINT and RELEASE here);
 on PostgreSQL a release of files writes its events in its own statement, and needs none.
 A post names its scope's project (one lookup), so a forced claim's three posts cost
@@ -95,8 +95,8 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /projects/": 5,
     "PATCH /projects/{id}/": 5,
     "POST /worktrees/": 4,
-    # With an agent key (invariant 13): the key's agent comes with the key, in its one
-    # statement. The heartbeat matches the session's agent in its UPDATE: no statement
+    # With an agent key (invariant 13 (the key is the actor)): the key's agent comes with the key,
+    # in its one statement. The heartbeat matches the session's agent in its UPDATE: no statement
     # more. A call naming a session in its body reads that session's agent first (one
     # indexed read, before the service); a post without one is signed by the key's agent.
     # (The register and start_work of a known agent, binding no worktree: fewer than

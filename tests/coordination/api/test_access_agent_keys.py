@@ -1,5 +1,5 @@
-"""The key is the actor (invariant 13): the agent an agent key acts as, the session it
-acts in, what it may force and close; a fleet key, a person and a read key; a
+"""The key is the actor (invariant 13 (the key is the actor)): the agent an agent key acts as, the
+session it acts in, what it may force and close; a fleet key, a person and a read key; a
 refusal was never an attempt, and leaves every coordination table as it was."""
 
 import pytest

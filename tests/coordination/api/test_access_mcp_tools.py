@@ -1,5 +1,5 @@
-"""The key is the actor (invariant 13), through MCP: every tool answers each of the
-five callers (``PERSONAS``) as its route does, through the same permission layer;
+"""The key is the actor (invariant 13 (the key is the actor)), through MCP: every tool answers each
+of the five callers (``PERSONAS``) as its route does, through the same permission layer;
 every refused tool call leaves the database as it was. A tool whose route has no
 expectation fails the test."""
 

@@ -1,5 +1,5 @@
-"""The key is the actor (invariant 13): every API route, against five callers, with the
-status each must get; every refusal leaves the database as it was.
+"""The key is the actor (invariant 13 (the key is the actor)): every API route, against five
+callers, with the status each must get; every refusal leaves the database as it was.
 
 The callers (``PERSONAS``): a fleet key; the agent key of ``alpha`` acting in alpha's
 own session (it may force); the same key naming ``beta``'s session, run, issue or

@@ -1,6 +1,6 @@
 """Every API endpoint, every allowed method, against three callers who must get nothing:
-no key (401), a revoked key (401), and another workspace's key (invariant 9: 404 for
-the first workspace's objects, lists without them, writes that change none of them).
+no key (401), a revoked key (401), and another workspace's key (invariant 9 (workspace isolation):
+404 for the first workspace's objects, lists without them, writes that change none of them).
 All answers are JSON. Also the keys one by one, and a logged-in person's workspace.
 """
 

@@ -1,4 +1,4 @@
-"""Directory claims over REST (docs/api.md "File claims", invariant 11): the 409's
+"""Directory claims over REST (docs/api.md "File claims", invariant 11 (overlap)): the 409's
 ``held_path`` and ``conflicts_total``, globs refused, exact releases, ``?covering=``,
 ``?path_prefix=`` with a trailing ``/``, the check and the events."""
 

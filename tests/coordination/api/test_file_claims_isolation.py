@@ -1,5 +1,5 @@
-"""REST API of file claims across workspaces (invariant 9): another workspace's key sees
-and changes no claims; error bodies are JSON with the error shape."""
+"""REST API of file claims across workspaces (invariant 9 (workspace isolation)): another
+workspace's key sees and changes no claims; error bodies are JSON with the error shape."""
 
 import json
 
@@ -11,7 +11,8 @@ from tests.api_helpers import V1, assert_error, post
 pytestmark = pytest.mark.django_db
 
 
-# --- workspace isolation (invariant 9) ---------------------------------------------------
+# --- workspace isolation (invariant 9 (workspace isolation))
+# ---------------------------------------------------
 
 
 def test_another_workspaces_key_sees_and_changes_no_claims(

@@ -1,4 +1,4 @@
-"""REST API of projects and issues across workspaces (invariant 9): another
+"""REST API of projects and issues across workspaces (invariant 9 (workspace isolation)): another
 workspace's key sees and changes nothing, and a link to another workspace's row is a
 400."""
 
@@ -18,7 +18,8 @@ from tests.coordination.conftest import snapshot
 pytestmark = pytest.mark.django_db
 
 
-# --- workspace isolation (invariant 9) --------------------------------------------
+# --- workspace isolation (invariant 9 (workspace isolation))
+# --------------------------------------------
 
 
 def test_another_workspaces_key_sees_and_changes_nothing(
@@ -80,7 +81,8 @@ def test_listing_issues_takes_a_fixed_number_of_queries(
     assert response.json()["count"] == 13
 
 
-# --- links to another workspace (invariant 9) -----------------------------------------
+# --- links to another workspace (invariant 9 (workspace isolation))
+# -----------------------------------------
 
 
 def test_patch_project_primary_worktree_of_another_workspace_is_400(api, project, their_only):

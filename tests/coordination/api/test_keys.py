@@ -1,6 +1,6 @@
 """Keys over the API: who am I, minting (the raw key once), listing (never a raw key or
 hash), revoking and expiring (401 at once), and no key seeing or revoking another
-workspace's keys (invariants 9 and 13)."""
+workspace's keys (invariants 9 (workspace isolation) and 13 (the key is the actor))."""
 
 from datetime import timedelta
 

@@ -1,5 +1,5 @@
-"""A revoked or an expired key is refused at once by every app process (invariant 13):
-four gunicorn workers (the bench's harness) on the test database, each made to answer
+"""A revoked or an expired key is refused at once by every app process (invariant 13 (the key is the
+actor)): four gunicorn workers (the bench's harness) on the test database, each made to answer
 in turn, before and after.
 
 Each worker is made to answer alone by freezing the others (SIGSTOP): only a running

@@ -1,5 +1,5 @@
 """The work graph over REST: links [link_issues, unlink_issues], the issue shape's graph
-fields, blocked issues, issue.unblocked and bad input (invariant 16)."""
+fields, blocked issues, issue.unblocked and bad input (invariant 16 (the work graph))."""
 
 import pytest
 

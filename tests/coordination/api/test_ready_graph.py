@@ -1,4 +1,4 @@
-"""The ready queue and the work graph (invariant 16): blocked issues are not ready,
+"""The ready queue and the work graph (invariant 16 (the work graph)): blocked issues are not ready,
 and each issue names its collisions with live claims; collision-free work first."""
 
 from datetime import timedelta

@@ -92,7 +92,8 @@ def test_list_is_paginated(api, make_session):
     assert_error(api.get(f"{V1}/sessions/?page=9"), 404, "not_found")
 
 
-# --- a worktree of another workspace (invariant 9) ------------------------------------
+# --- a worktree of another workspace (invariant 9 (workspace isolation))
+# ------------------------------------
 
 
 def test_register_with_a_worktree_of_another_workspace_is_400(api, their_only):

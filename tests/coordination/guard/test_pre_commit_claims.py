@@ -45,7 +45,7 @@ def test_a_commit_touching_another_issues_claim_is_refused(guarded, workspace, m
 
 @LIVE
 def test_the_guard_works_with_a_read_key(guarded, workspace, mine_and_theirs):
-    """It only checks (invariant 13: a read key may, and writes nothing)."""
+    """It only checks (invariant 13 (the key is the actor): a read key may, and writes nothing)."""
     mine, theirs, coder = mine_and_theirs
     claim_paths(workspace, theirs, ["src/api.py"], coder)
     _, read = keys.mint_key(workspace=workspace, name="guard", kind="read")
@@ -65,7 +65,7 @@ def test_the_guard_works_with_a_read_key(guarded, workspace, mine_and_theirs):
 def test_a_commit_touching_a_file_under_another_issues_directory_claim_is_refused(
     guarded, workspace, mine_and_theirs
 ):
-    """Invariant 11: ``src/api/`` holds every file under it, at any depth, including
+    """Invariant 11 (overlap): ``src/api/`` holds every file under it, at any depth, including
     files created after the claim; ``src/apiv2/`` and the directory's neighbours are
     free. A file name with glob characters is a name like any other here."""
     mine, theirs, coder = mine_and_theirs

@@ -1,5 +1,5 @@
 """The work graph's tools through the SDK client: link_issues, unlink_issues, and
-get_ready_issues with each issue's collisions (invariant 16)."""
+get_ready_issues with each issue's collisions (invariant 16 (the work graph))."""
 
 import pytest
 

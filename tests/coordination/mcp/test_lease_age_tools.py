@@ -1,5 +1,5 @@
-"""The age cap through the SDK client (invariant 17): the holder of an aged-out lease
-passing its fence to release_issue or claim_files gets stale_fence, and nothing
+"""The age cap through the SDK client (invariant 17 (stalled is derived)): the holder of an aged-out
+lease passing its fence to release_issue or claim_files gets stale_fence, and nothing
 changes; claiming again gives it a new fence that it may release with."""
 
 from datetime import timedelta

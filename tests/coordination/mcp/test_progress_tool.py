@@ -1,5 +1,5 @@
-"""report_progress through the SDK client (invariant 17): the note shown, the stall
-ended, a heartbeat no progress; an ended session refused, a long note invalid."""
+"""report_progress through the SDK client (invariant 17 (stalled is derived)): the note shown, the
+stall ended, a heartbeat no progress; an ended session refused, a long note invalid."""
 
 from datetime import timedelta
 

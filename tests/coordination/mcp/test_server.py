@@ -86,7 +86,8 @@ def test_initialize_gives_instructions_and_lists_every_tool(mcp_url, raw_key):
             assert tools["get_workflow"].input_schema["properties"] == {}
             assert tools["list_active_agents"].annotations.read_only_hint is True
             start_work = tools["start_work"].input_schema
-            # An agent key's own agent when omitted (invariant 13); a fleet key names it.
+            # An agent key's own agent when omitted (invariant 13 (the key is the actor)); a fleet
+            # key names it.
             assert start_work["required"] == ["issue"] and "agent" in start_work["properties"]
             finish_work = tools["finish_work"].input_schema
             assert {"session", "issue"} <= set(finish_work["required"])

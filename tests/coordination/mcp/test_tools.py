@@ -162,7 +162,7 @@ def test_list_file_claims_shows_who_holds_what(mcp_url, raw_key, workspace, issu
 
 
 def test_directory_claims_over_mcp(mcp_url, raw_key, workspace, make_issue, make_session):
-    """Invariant 11 through the tools: a directory claim, a file under it refused with
+    """Invariant 11 (overlap) through the tools: a directory claim, a file under it refused with
     its held_path, a glob refused, check_files and list_file_claims covering."""
     mine, theirs = make_issue(), make_issue()
     holder, me = make_session("erin"), make_session("me")

@@ -1,5 +1,6 @@
-"""The age of a lease (invariant 17): past its project's ``max_lease_age_seconds`` a
-lease is not live for any purpose, and the next claimer releases it ``max_age``."""
+"""The age of a lease (invariant 17 (stalled is derived)): past its project's
+``max_lease_age_seconds`` a lease is not live for any purpose, and the next claimer releases it
+``max_age``."""
 
 from datetime import timedelta
 

@@ -1,5 +1,5 @@
-"""Progress beside liveness (invariant 17): stamped by every change a session makes and
-by POST /sessions/{id}/progress/, never by a heartbeat; stalled derived when read."""
+"""Progress beside liveness (invariant 17 (stalled is derived)): stamped by every change a session
+makes and by POST /sessions/{id}/progress/, never by a heartbeat; stalled derived when read."""
 
 from datetime import timedelta
 

@@ -1,5 +1,5 @@
-"""What stamps a session's progress (invariant 17): every change it makes — a claim, a
-release, a transition, a message, a run, a report, a link — in the change's own
+"""What stamps a session's progress (invariant 17 (stalled is derived)): every change it makes — a
+claim, a release, a transition, a message, a run, a report, a link — in the change's own
 transaction; a change that names no session stamps the holder of the issue's lease.
 A heartbeat, a refused change and a rolled-back one stamp nothing (both databases)."""
 

@@ -1,5 +1,5 @@
-"""``session.stalled`` (invariant 17): once per stall, written by the long-running
-worker (``deliver_webhooks``) that looks for newly stalled sessions. The stall
+"""``session.stalled`` (invariant 17 (stalled is derived)): once per stall, written by the
+long-running worker (``deliver_webhooks``) that looks for newly stalled sessions. The stall
 threshold is short and the last progress moved back explicitly; every wait is on a
 condition."""
 

@@ -1,5 +1,5 @@
-"""GET /sessions/?stalled=true (invariant 17) reads the live range of the active
-sessions' heartbeat index, bounded by the fleet: neither the sessions that ended nor
+"""GET /sessions/?stalled=true (invariant 17 (stalled is derived)) reads the live range of the
+active sessions' heartbeat index, bounded by the fleet: neither the sessions that ended nor
 those that died without ending are read, and the number of statements is the same
 however many there are (both databases)."""
 

@@ -1,5 +1,5 @@
 """Releasers of one workspace never queue on its day counts, and the counts stay exact
-(invariant 15, PostgreSQL).
+(invariant 15 (day counts), PostgreSQL).
 
 Every release of the workspace adds to the same day's count. Were it one row, each
 releaser would hold it to its commit and the next would wait; each adds instead to a

@@ -1,4 +1,4 @@
-"""Directory-claim races on PostgreSQL (invariant 11): real threads, each with its own
+"""Directory-claim races on PostgreSQL (invariant 11 (overlap)): real threads, each with its own
 connection and session.
 
 They prove what ``coordination.services.file_claims.claim`` argues: claimers of

@@ -1,5 +1,5 @@
-"""The cursor guarantee under real concurrency (invariant 12, docs/api.md "Events"):
-a reader that always passes back ``next`` sees every event exactly once, in id order,
+"""The cursor guarantee under real concurrency (invariant 12 (one event per change), docs/api.md
+"Events"): a reader that always passes back ``next`` sees every event exactly once, in id order,
 while many writers commit, even while a writer is held between drawing its event ids
 and its commit and others commit greater ids past it: ids committing out of order,
 which is how an outbox loses events.

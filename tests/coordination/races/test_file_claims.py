@@ -1,7 +1,7 @@
 """File-claim races on PostgreSQL: real threads, each with its own connection and session.
 
-They prove invariant 5 under READ COMMITTED: overlapping all-or-nothing claims never
-leave a path held twice nor a request half-claimed, and a claim racing a release
+They prove invariant 5 (all-or-nothing) under READ COMMITTED: overlapping all-or-nothing claims
+never leave a path held twice nor a request half-claimed, and a claim racing a release
 (closing an issue, ending a session) neither deadlocks nor errors.
 """
 

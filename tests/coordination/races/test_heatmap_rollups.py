@@ -1,4 +1,4 @@
-"""The heatmap's rollups stay exact under concurrent writers (invariant 14, PostgreSQL).
+"""The heatmap's rollups stay exact under concurrent writers (invariant 14 (rollups), PostgreSQL).
 
 The race the key lock closes: one transaction makes a key's first row of a new day,
 computing ``before`` from the rows it sees, while another adds to an earlier day of

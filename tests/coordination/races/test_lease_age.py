@@ -1,5 +1,5 @@
-"""The age cap under concurrency on PostgreSQL (invariant 17): many claimers reclaiming
-one aged-out lease at once, exactly one wins and the old lease is released once,
+"""The age cap under concurrency on PostgreSQL (invariant 17 (stalled is derived)): many claimers
+reclaiming one aged-out lease at once, exactly one wins and the old lease is released once,
 ``max_age``; a project whose leases aged out admits new claims up to its WIP cap and
 never past it."""
 

@@ -1,7 +1,8 @@
 """Races on PostgreSQL: real threads, each with its own connection and live session.
 
-These prove invariants 2-4 under READ COMMITTED, where a check-then-insert that is
-not serialised per project would let several claimers in at once.
+These prove invariants 2 (one live lease per issue), 3 (the WIP cap) and 4 (stale reclaim) under
+READ COMMITTED, where a check-then-insert that is not serialised per project would let several
+claimers in at once.
 """
 
 import pytest

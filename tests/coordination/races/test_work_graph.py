@@ -1,4 +1,4 @@
-"""Races on PostgreSQL: the work graph never closes a cycle (invariant 16), and two
+"""Races on PostgreSQL: the work graph never closes a cycle (invariant 16 (the work graph)), and two
 blockers closing at once announce their issue's unblocking exactly once."""
 
 import pytest

@@ -1,7 +1,7 @@
 """Dispatch races on PostgreSQL: real threads, each with its own connection.
 
-Invariant 10 under READ COMMITTED: cognitive runs never serialise, and coders bound
-to one worktree get exactly one writer however their dispatches interleave.
+Invariant 10 (lock mode per run) under READ COMMITTED: cognitive runs never serialise, and coders
+bound to one worktree get exactly one writer however their dispatches interleave.
 """
 
 import random

@@ -1,4 +1,4 @@
-"""Sessions and liveness (invariant 1): derived at read time from one TTL; a heartbeat
+"""Sessions and liveness (invariant 1 (liveness)): derived at read time from one TTL; a heartbeat
 returns the session as the list shows it."""
 
 import pytest
@@ -86,7 +86,7 @@ def test_end_releases_leases_as_agent_ended_and_is_idempotent(workspace, issue, 
 
 
 def test_crash_is_recorded_expired_not_agent_ended(workspace, make_issue, make_session):
-    """A clean exit and a crash leave different reasons (invariant 7)."""
+    """A clean exit and a crash leave different reasons (invariant 7 (release reasons))."""
     first, second = make_issue(), make_issue()
     clean, crashed, claimer = make_session("clean"), make_session("crashed"), make_session("c")
     leases.claim_issue(workspace=workspace, issue_id=first.pk, session_id=clean.pk)

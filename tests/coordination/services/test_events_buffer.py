@@ -1,5 +1,5 @@
-"""The event buffer (invariant 12): a change's events are written in its transaction,
-with its commit, and dropped with a rollback; each workspace's events under its own
+"""The event buffer (invariant 12 (one event per change)): a change's events are written in its
+transaction, with its commit, and dropped with a rollback; each workspace's events under its own
 writer lock."""
 
 import pytest

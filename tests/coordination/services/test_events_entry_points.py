@@ -1,5 +1,5 @@
-"""The event log (invariant 12) from every entry point: the demo's history announces
-every change of its logs, and the MCP tools announce their changes as the API does."""
+"""The event log (invariant 12 (one event per change)) from every entry point: the demo's history
+announces every change of its logs, and the MCP tools announce their changes as the API does."""
 
 from io import StringIO
 from typing import Any

@@ -1,5 +1,5 @@
-"""The event log (invariant 12) of file claims: a grant names only the paths it took; a
-release, a refusal, a reclaim from a dead holder and a forced claim are each
+"""The event log (invariant 12 (one event per change)) of file claims: a grant names only the paths
+it took; a release, a refusal, a reclaim from a dead holder and a forced claim are each
 announced once, naming the taker; a refused claim grants nothing.
 
 Events are compared as the API shows them (``EventSerializer``, without id and time),

@@ -1,5 +1,5 @@
-"""The event log (invariant 12) of issues, runs and messages: an issue created and
-moved, a run dispatched, finished or not started, a post and its scope.
+"""The event log (invariant 12 (one event per change)) of issues, runs and messages: an issue
+created and moved, a run dispatched, finished or not started, a post and its scope.
 
 Events are compared as the API shows them (``EventSerializer``, without id and time),
 so these tests check the table of docs/api.md, not the columns."""

@@ -1,5 +1,5 @@
-"""The event log (invariant 12) of the operator's admin actions: a forced release of
-a lease, of claims or of a worktree lock names the operator; a session ended and an
+"""The event log (invariant 12 (one event per change)) of the operator's admin actions: a forced
+release of a lease, of claims or of a worktree lock names the operator; a session ended and an
 issue moved are announced as the services' are.
 
 Events are compared as the API shows them (``EventSerializer``, without id and time),

@@ -1,5 +1,5 @@
-"""The event log (invariant 12) of sessions and leases: a session registered and ended,
-a lease granted, released, reclaimed or closed with its issue, the WIP cap's denial;
+"""The event log (invariant 12 (one event per change)) of sessions and leases: a session registered
+and ended, a lease granted, released, reclaimed or closed with its issue, the WIP cap's denial;
 a refused attempt announces no success.
 
 Events are compared as the API shows them (``EventSerializer``, without id and time),

@@ -1,5 +1,5 @@
-"""The event log (invariant 12) of start_work and finish_work: all or nothing, and so
-are their events; every event a session causes names the session and its agent.
+"""The event log (invariant 12 (one event per change)) of start_work and finish_work: all or
+nothing, and so are their events; every event a session causes names the session and its agent.
 
 Events are compared as the API shows them (``EventSerializer``, without id and time),
 so these tests check the table of docs/api.md, not the columns."""

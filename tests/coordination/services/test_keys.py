@@ -35,7 +35,7 @@ def test_the_lookup_loads_an_agent_keys_agent_and_refuses_an_expired_key(workspa
     assert found is not None and found.kind == "agent" and found.can_force is False
     assert ApiKey.agent.is_cached(found) and found.agent.name == "coder-1"  # type: ignore[attr-defined]
     assert found.expires_at == key.expires_at
-    # Expiry is judged by the database's clock, like liveness (invariant 1).
+    # Expiry is judged by the database's clock, like liveness (invariant 1 (liveness)).
     ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert keys.active_key(raw) is None
     fleet, raw_fleet = ApiKey.issue(workspace, "fleet")
@@ -65,7 +65,7 @@ def test_the_database_refuses_a_key_of_the_wrong_shape(workspace):
 
 
 def test_the_database_refuses_an_agent_of_another_workspace(workspace, other_workspace):
-    """The api_key_agent guard of migration 0010, as 0003's (invariant 9)."""
+    """The api_key_agent guard of migration 0010, as 0003's (invariant 9 (workspace isolation))."""
     theirs = Agent.objects.create(workspace=other_workspace, name="coder-1")
     with pytest.raises(IntegrityError, match="api_key_agent_same_workspace"), transaction.atomic():
         ApiKey.objects.create(workspace=workspace, kind="agent", agent=theirs, key_hash="x")

@@ -1,4 +1,5 @@
-"""Issue leases: one live lease per issue, the WIP cap, stale reclaim (invariants 2-4, 8)."""
+"""Issue leases: one live lease per issue, the WIP cap, stale reclaim (invariants 2 (one live lease
+per issue), 3 (the WIP cap), 4 (stale reclaim) and 8 (append-only logs))."""
 
 import pytest
 

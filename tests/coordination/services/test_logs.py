@@ -1,4 +1,4 @@
-"""The contention logs are append-only in the database itself (invariant 8)."""
+"""The contention logs are append-only in the database itself (invariant 8 (append-only logs))."""
 
 import pytest
 from django.db import IntegrityError, connection, transaction

@@ -1,5 +1,5 @@
 """Reclaim a dead holder, then retry: one loop and one budget for leases, worktree
-locks and file claims (invariant 4)."""
+locks and file claims (invariant 4 (stale reclaim))."""
 
 import pytest
 

@@ -1,7 +1,8 @@
 """Taking over an issue from a dead session: the lease, the dead session's claims on the
 issue (released ``expired`` in the same call) and the assignee go to the new agent, by a
 lease claim and by ``start_work`` alike. A live holder is still refused; the dead
-session's claims on other issues wait for their own paths' next claimer (invariant 4)."""
+session's claims on other issues wait for their own paths' next claimer (invariant 4 (stale
+reclaim))."""
 
 import pytest
 
@@ -143,7 +144,7 @@ def test_an_aged_out_lease_of_a_live_holder_keeps_its_claims(
     workspace, project, make_issue, make_session
 ):
     """max_age is not a takeover of a dead session: the holder is alive and keeps its
-    claims and its assignment (invariants 7 and 15)."""
+    claims and its assignment (invariants 7 (release reasons) and 15 (day counts))."""
     issue = make_issue()
     holder = work.start_work(
         workspace=workspace, agent_name="oldie", issue_id=issue.pk, paths=["src/a.py"]

@@ -63,7 +63,7 @@ def test_a_refused_start_assigns_nobody(workspace, make_issue, make_session):
 def test_start_work_is_refused_under_another_issues_directory_and_logs_each_pair(
     workspace, make_issue, make_session
 ):
-    """Invariant 11 in start_work: a path under another issue's directory claim refuses
+    """Invariant 11 (overlap) in start_work: a path under another issue's directory claim refuses
     the whole start; the conflict rows, one per (path, holder) at the deeper path, are
     written again after the rollback, naming the agent and no session."""
     issue, other = make_issue(status="todo"), make_issue()

@@ -1,4 +1,5 @@
-"""Lock-mode resolution: the decision table of invariant 10, one test per row."""
+"""Lock-mode resolution: the decision table of invariant 10 (lock mode per run), one test per
+row."""
 
 import textwrap
 from pathlib import Path

@@ -101,7 +101,8 @@ def test_a_refusal_names_the_key_and_workspace_but_not_another_agent(
 
 
 def test_an_agent_keys_line_names_its_agent_even_when_refused(workspace, make_session, json_lines):
-    """The key is the actor (invariant 13): its agent, loaded with it, no query more."""
+    """The key is the actor (invariant 13 (the key is the actor)): its agent, loaded with it, no
+    query more."""
     mine, theirs = make_session("coder-1"), make_session("coder-2")
     _, raw = keys.mint_key(workspace=workspace, kind="agent", agent_name="coder-1")
     client = make_client(raw)

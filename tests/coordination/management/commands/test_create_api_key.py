@@ -1,5 +1,5 @@
 """``create_api_key``: a key for a new or an existing workspace, printed alone; its kind,
-agent, force and expiry (invariant 13)."""
+agent, force and expiry (invariant 13 (the key is the actor))."""
 
 from datetime import timedelta
 from io import StringIO

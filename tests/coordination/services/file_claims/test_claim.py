@@ -1,4 +1,6 @@
-"""Claiming files: all-or-nothing claims, reclaim, force, the conflict log (invariants 4-8)."""
+"""Claiming files: all-or-nothing claims, reclaim, force, the conflict log (invariants 4 (stale
+reclaim), 5 (all-or-nothing), 6 (paths are literal), 7 (release reasons) and 8 (append-only
+logs))."""
 
 import pytest
 
@@ -70,7 +72,7 @@ def test_a_claim_needs_no_lease_and_a_lease_reserves_no_file(
 
 
 def test_a_file_named_like_a_directory_reserves_nothing_beneath_it(claim, make_issue, make_session):
-    """``src`` is a file claim; ``src/`` would be the directory (invariant 11)."""
+    """``src`` is a file claim; ``src/`` would be the directory (invariant 11 (overlap))."""
     file, leaf = make_issue(), make_issue()
 
     claim(file, ["src"], make_session("a"))

@@ -1,4 +1,4 @@
-"""Directory claims (invariant 11): a claim ending in ``/`` holds its whole subtree
+"""Directory claims (invariant 11 (overlap)): a claim ending in ``/`` holds its whole subtree
 against every other issue, judged by whole segments, in claims, force, stale reclaim,
 the conflict log, releases and checks. On SQLite and on PostgreSQL alike."""
 
