@@ -17,7 +17,6 @@ from coordination.errors import (
     LeaseNotHeld,
     NotFound,
     SessionNotLive,
-    StaleFence,
     WipLimitReached,
 )
 from coordination.models import (
@@ -33,12 +32,8 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, reclaim
-from coordination.services.locking import (
-    lock_project,
-    share_issue_nowait,
-    share_lease_fence,
-)
+from coordination.services import events, fences, reclaim
+from coordination.services.locking import lock_project
 
 
 @dataclass(frozen=True)
@@ -366,8 +361,7 @@ def release_issue(
         if not released:
             issue = lookups.get_issue(workspace, issue_id)
             session = lookups.get_session(workspace, session_id)
-            if fence is not None and lease_fence(issue.pk) != fence:
-                raise stale_fence(issue_id=issue.pk, fence=fence)
+            fences.check(fences.LeaseFence(issue.pk), fence)  # lost it: say so, not "not held"
             raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
     return released[0]
 
@@ -404,43 +398,6 @@ def release_leases(
         events.lease_released(lease, reason=reason, project_id=row[at], by=by)
         released.append(lease)
     return released
-
-
-# --- fences ---------------------------------------------------------------------------
-
-
-def lease_fence(issue_id: int) -> int | None:
-    """The fence of the issue's unreleased lease, or None if it has none."""
-    row = fetchone(sql.lease_fence(dialect(), issue_id=issue_id, share=False))
-    return int(row[0]) if row else None
-
-
-def check_lease_fence(*, issue_id: int, fence: int) -> None:
-    """Raise ``stale_fence`` unless ``fence`` is the issue's unreleased lease's, and
-    keep it so for the rest of the transaction. Call it first in the transaction:
-    it takes the lease row before the issue (``coordination.services.locking`` says
-    why that order, and why the issue is asked for ``NOWAIT``); ``IssueLocked``
-    means roll back, wait for the issue alone and try again."""
-    if share_lease_fence(issue_id) != fence:
-        raise stale_fence(issue_id=issue_id, fence=fence)
-    share_issue_nowait(issue_id)
-
-
-def stale_fence(*, issue_id: int, fence: int) -> StaleFence:
-    """The refusal of a lease fence that is not the issue's current one."""
-    current = lease_fence(issue_id)
-    if current:
-        held = f"its current lease has fence {current}"
-    elif IssueLease.objects.unreleased().filter(issue_id=issue_id).exists():
-        held = "its lease aged out, past the project's max_lease_age_seconds"
-    else:
-        held = "it has no unreleased lease"
-    return StaleFence(
-        f"Fence {fence} is not the current lease's on issue {issue_id} ({held}): "
-        "the lease was lost; nothing was changed.",
-        fence=fence,
-        current_fence=current,
-    )
 
 
 def refresh_ages_out_at(*, project: Project) -> int:

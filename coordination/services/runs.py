@@ -24,7 +24,7 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.runs import runs as shown_runs
-from coordination.services import events, leases, worktrees
+from coordination.services import events, fences, leases, worktrees
 from coordination.services.common import release_unreleased
 from coordination.services.worktrees import (
     ExclusiveLock,
@@ -36,7 +36,6 @@ from coordination.services.worktrees import (
     lock_fields,
     primary_worktree_lock,
     resolve_run_lock,
-    stale_lock_fence,
 )
 
 
@@ -202,8 +201,9 @@ def finish_run(*, workspace: Workspace, run_id: int, outcome: str, fence: int | 
         locks = WorktreeLock.objects.filter(run_id=run_id)
         if fence is None:
             release_unreleased(locks, ReleaseReason.RELEASED)
-        elif not release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED):
-            raise stale_lock_fence(run_id=run_id, fence=fence)  # rolls the finish back
+        else:  # the compare-and-set decides; a lost lock rolls the finish back
+            released = release_unreleased(locks.filter(fence=fence), ReleaseReason.RELEASED)
+            fences.check(fences.LockFence(run_id), fence, matched=released > 0)
         run = shown_runs(workspace).get(pk=run_id)
         run_event(run, EventType.RUN_FINISHED, data={"outcome": outcome})
     return run

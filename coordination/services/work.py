@@ -36,6 +36,7 @@ from coordination.selectors import lookups
 from coordination.services import (
     agents,
     events,
+    fences,
     file_claims,
     graph,
     leases,
@@ -166,8 +167,7 @@ def finish_work(
     session = lookups.get_session(workspace, session_id)
     held = IssueLease.objects.unreleased().filter(issue=issue, session=session)
     if fence is not None:
-        if leases.lease_fence(issue.pk) != fence:  # lost it: say so, not "not held"
-            raise leases.stale_fence(issue_id=issue.pk, fence=fence)
+        fences.check(fences.LeaseFence(issue.pk), fence)  # lost it: say so, not "not held"
         held = held.filter(fence=fence)
     if not held.exists():
         raise LeaseNotHeld(f"Session {session.pk} holds no lease on issue {issue.pk}.")
@@ -183,8 +183,7 @@ def finish_work(
             # SHARE, so the lease cannot change hands until this commits, and a close
             # cannot have released it before the check.
             lookups.get_issue(workspace, issue.pk, for_update=True)
-            if leases.lease_fence(issue.pk) != fence:
-                raise leases.stale_fence(issue_id=issue.pk, fence=fence)
+            fences.check(fences.LeaseFence(issue.pk), fence)
         # The issue first (the order a close takes: issue, then its claims), so a
         # claimer holding the issue FOR SHARE and waiting on a claim cannot deadlock us.
         moved = workflow.transition_issue(
@@ -210,8 +209,7 @@ def finish_work(
             fence=fence,
         )
         if not released and to not in Issue.CLOSED_STATUSES:
-            if fence is not None:
-                raise leases.stale_fence(issue_id=issue.pk, fence=fence)
+            fences.check(fences.LeaseFence(issue.pk), fence, matched=False)
             raise LeaseNotHeld(f"Session {session.pk} no longer holds issue {issue.pk}.")
         ended = agents.end_session(workspace=workspace, session_id=session.pk, handed_in=True)
     return Finished(issue=moved, released=held_paths, session=ended)

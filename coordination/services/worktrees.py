@@ -18,7 +18,7 @@ from django.db import IntegrityError
 
 from coordination.db import sql
 from coordination.db.rows import dialect, fetchone
-from coordination.errors import InvalidInput, StaleFence, WorktreeUnresolved
+from coordination.errors import InvalidInput, WorktreeUnresolved
 from coordination.models import (
     Agent,
     AgentSession,
@@ -219,23 +219,6 @@ def describe_holder(lock: WorktreeLock | None) -> dict[str, Any]:
         "agent": session.agent.name if session is not None else None,
         "run": lock.run_id if lock is not None else None,
     }
-
-
-def stale_lock_fence(*, run_id: int, fence: int) -> StaleFence:
-    """The refusal of a fence that is not the run's unreleased worktree lock's."""
-    worktree_id = Run.objects.values_list("worktree_id", flat=True).get(pk=run_id)
-    current = (
-        WorktreeLock.objects.filter(worktree_id=worktree_id, released_at__isnull=True)
-        .values_list("fence", flat=True)
-        .first()
-    )
-    now = f"; the worktree's current lock has fence {current}" if current else ""
-    return StaleFence(
-        f"Fence {fence} is not the fence of an unreleased worktree lock of run {run_id}"
-        f"{now}; nothing was changed.",
-        fence=fence,
-        current_fence=current,
-    )
 
 
 def release_session_locks(*, session: AgentSession, reason: str) -> int:

@@ -81,7 +81,7 @@ from coordination.models import (
     Workspace,
 )
 from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
-from coordination.services import events, leases, locking, messages, reclaim
+from coordination.services import events, fences, locking, messages, reclaim
 from coordination.services.file_claims.check import Holder, overlapping_claims
 from coordination.services.file_claims.release import release_claims
 
@@ -344,7 +344,8 @@ def _attempt(
         if fence is not None:
             # Lease, then issue, before the path locks (locking): a refusal has
             # written nothing, and the lease cannot be reclaimed under this claim.
-            leases.check_lease_fence(issue_id=issue.pk, fence=fence)
+            fences.check(fences.LeaseFence(issue.pk), fence, share=True)
+            locking.share_issue_nowait(issue.pk)  # IssueLocked: roll back, wait, retry
         session = context.claimer(session_id) if session_id is not None else None
         # Read under the issue lock: closing releases the issue's claims, so a claim
         # admitted after it would outlive the close and block others until forced.
