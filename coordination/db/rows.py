@@ -23,7 +23,6 @@ __all__ = [
     "take",
 ]
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -99,14 +98,16 @@ class LoadPlan:
     converters: list[Converters]
 
 
-# Per connection (each thread has its own), per model; gone with the connection.
-PLANS: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[type[models.Model], LoadPlan]] = (
-    weakref.WeakKeyDictionary()
-)
+# Per connection (each thread has its own), per model, kept on the connection so that
+# they go with it. Not in a table keyed weakly by the connections: a plan's converters
+# are bound to its connection's operations, so the table kept every connection alive,
+# and a server that starts a thread per request (``runserver``, as ``make run`` serves)
+# leaked a connection and its plans on each request.
+PLANS_ATTRIBUTE = "projektor_load_plans"
 
 
 def load_plan(db: BaseDatabaseWrapper, model: type[models.Model]) -> LoadPlan:
-    plans = PLANS.setdefault(db, {})
+    plans: dict[type[models.Model], LoadPlan] = db.__dict__.setdefault(PLANS_ATTRIBUTE, {})
     plan = plans.get(model)
     if plan is None:
         table = model._meta.db_table

@@ -2,8 +2,12 @@
 from them), and it (with the bench's direct ceiling, which sends its statements) runs
 without Django."""
 
+import gc
 import subprocess
 import sys
+import threading
+import weakref
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -61,12 +65,12 @@ def test_the_rows_mapping_refuses_column_lists_that_are_not_the_models():
     table = sql.SESSION
     try:
         sql.set_columns({**derived, table: derived[table][:-1]})
-        rows.PLANS.clear()
+        connections["default"].__dict__.pop(rows.PLANS_ATTRIBUTE, None)
         with pytest.raises(KeyError, match="AgentSession"):
             rows.load_plan(connections["default"], apps.get_model("coordination", "AgentSession"))
     finally:
         sql.set_columns(derived)
-        rows.PLANS.clear()
+        connections["default"].__dict__.pop(rows.PLANS_ATTRIBUTE, None)
 
 
 def test_the_builders_and_the_direct_ceiling_import_no_django():
@@ -102,3 +106,24 @@ def test_the_claim_indexes_sqlite_is_told_to_use_are_the_models():
     indexes = {tuple(index.fields): index.name for index in FileClaim._meta.indexes}
     assert statements.UNRELEASED_PATHS in constraints
     assert indexes[("workspace", "issue", "released_at")] == statements.ISSUE_CLAIMS
+
+
+def test_a_threads_connection_and_its_load_plans_go_with_the_thread():
+    """A server that starts a thread per request (``runserver``, as ``make run`` serves)
+    makes a connection per request: once its thread has ended, nothing of the rows
+    mapping may keep it (its plans' converters are bound to it), or each request's
+    connection stays in memory for good."""
+    model = apps.get_model("coordination", "AgentSession")
+    ended: list[weakref.ref[Any]] = []
+
+    def request() -> None:
+        db = connections["default"]  # this thread's own
+        rows.load_plan(db, model)
+        ended.append(weakref.ref(db))
+        db.close()
+
+    thread = threading.Thread(target=request)
+    thread.start()
+    thread.join()
+    gc.collect()
+    assert ended and ended[0]() is None
