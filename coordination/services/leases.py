@@ -379,7 +379,11 @@ def release_leases(
     """Release the unreleased leases matching every filter given with ``reason``, in
     one compare-and-set statement, and announce each (``lease.released``, ``by``: who
     took it). Returns them as ``selectors.claims.leases`` shows them (released: not live),
-    with their agents. Call it inside ``events.change()``."""
+    with their agents. Call it inside ``events.change()``.
+
+    Announced in lease id order: the rows of an ``UPDATE … RETURNING`` come back in
+    whatever order the database updated them, and the event log should read the same
+    on every run and both databases (invariant 12 (one event per change))."""
     statement = sql.release_leases(
         dialect(),
         reason=reason,
@@ -395,9 +399,11 @@ def release_leases(
         assert lease is not None
         lease.is_live = False  # type: ignore[attr-defined]
         lease.agent, _ = take(Agent, row, at + 1)
-        events.lease_released(lease, reason=reason, project_id=row[at], by=by)
-        released.append(lease)
-    return released
+        released.append((lease, row[at]))
+    released.sort(key=lambda pair: pair[0].pk)
+    for lease, project_id in released:
+        events.lease_released(lease, reason=reason, project_id=project_id, by=by)
+    return [lease for lease, _ in released]
 
 
 def refresh_ages_out_at(*, project: Project) -> int:

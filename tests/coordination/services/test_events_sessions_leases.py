@@ -9,7 +9,7 @@ import pytest
 
 from coordination.errors import LeaseHeld, StaleFence, WipLimitReached
 from coordination.models import EventType
-from coordination.services import agents, file_claims, leases, workflow
+from coordination.services import agents, events, file_claims, leases, workflow
 from tests.conftest import expire
 from tests.coordination.conftest import claim_lease
 from tests.coordination.services.events_helpers import by, cursor, expected, since
@@ -134,6 +134,25 @@ def test_ending_a_session_releases_what_it_held_agent_ended(
         ),
         expected(EventType.SESSION_ENDED, session=session),
     ]
+
+
+def test_released_leases_are_announced_in_lease_id_order_whatever_the_update_returns(
+    workspace, make_issue, make_session, roomy, monkeypatch
+):
+    # PostgreSQL's UPDATE … RETURNING gives its rows in the order it updated them:
+    # shown here by handing them back reversed; the events still follow the leases' ids.
+    session = make_session()
+    first, second = make_issue(title="First"), make_issue(title="Second")
+    lease_one = claim_lease(workspace, first, session)
+    lease_two = claim_lease(workspace, second, session)
+    returned = leases.fetchall
+    monkeypatch.setattr(leases, "fetchall", lambda statement: returned(statement)[::-1])
+    mark = cursor()
+    with events.change():
+        released = leases.release_leases(reason="agent_ended", session_id=session.pk)
+
+    assert [lease.pk for lease in released] == [lease_one.pk, lease_two.pk]
+    assert [event["data"]["lease"] for event in since(mark)] == [lease_one.pk, lease_two.pk]
 
 
 def test_a_reclaimed_lease_is_announced_for_its_old_holder_naming_the_taker(
