@@ -198,8 +198,3 @@ def graph_of(issue: Issue) -> Graph:
     graph = graph_from(issue.pk, issue.graph_links, issue.graph_paths, collisions)  # type: ignore[attr-defined]
     issue.graph = graph  # type: ignore[attr-defined]
     return graph
-
-
-def collisions_of(issue: Issue) -> list[Collision]:
-    """What the ready queue found held of the issue's expected paths (none elsewhere)."""
-    return graph_of(issue).collisions

@@ -101,9 +101,6 @@ class Plan:
         for issue in self.issues:
             issue.id = ids[issue.key]
 
-    def by_key(self, key: int) -> PlanIssue:
-        return next(issue for issue in self.issues if issue.key == key)
-
     def save(self, path: Path) -> None:
         temporary = path.with_name(path.name + ".tmp")
         temporary.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")

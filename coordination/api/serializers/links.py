@@ -40,11 +40,6 @@ class BlockerSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class ChildrenSerializer(serializers.Serializer):
-    total = serializers.IntegerField()
-    done = serializers.IntegerField(help_text="Children done or cancelled.")
-
-
 class CollisionSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="The expected path.")
     held_path = serializers.CharField(help_text="The live claim that holds it.")
