@@ -121,12 +121,11 @@ INSTALLED_APPS = [
     "coordination",
     "heatmap",
     "projektor.operations",
-    "demo",
 ]
-# The benches (manage.py bench, bench_claims, ...) are a development package: present
-# in a checkout, not in the wheel, so the product runs without them.
-if importlib.util.find_spec("benchmarks") is not None:
-    INSTALLED_APPS.append("benchmarks")
+# The demo (seed_demo, demo_fleet: what make run serves) and the benches (manage.py
+# bench, bench_claims, ...) are a checkout's: not in the wheel, so a deployment runs
+# without them.
+INSTALLED_APPS += [app for app in ("demo", "benchmarks") if importlib.util.find_spec(app)]
 
 MIDDLEWARE = [
     # Outermost: the request id, one log line and the request metrics for every answer.
