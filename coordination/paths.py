@@ -42,6 +42,7 @@ Every reader of the rule takes its pieces from here: the claim statements
 import bisect
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coordination.errors import InvalidInput
@@ -127,6 +128,26 @@ def checked_paths(paths: Sequence[str], *, limit: int, literal: bool = False) ->
             f"Give 1 to {limit} paths, not {len(paths)}.", field="paths", count=len(paths)
         )
     return normalise_paths(paths, literal=literal)
+
+
+@dataclass(frozen=True)
+class NormalisedPaths:
+    """The paths of one claim, checked and normalised once (``checked_paths``): 1 to
+    ``MAX_PATHS``, sorted, without duplicates. Made at a call's entrance (``of``) and
+    passed down: a step given one takes its paths as they are, without checking them
+    again."""
+
+    paths: tuple[str, ...]
+
+    @classmethod
+    def of(cls, raw: Sequence[str]) -> "NormalisedPaths":
+        return cls(tuple(checked_paths(raw, limit=MAX_PATHS)))
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def as_list(self) -> list[str]:
+        return list(self.paths)
 
 
 def normalise_prefix(raw: str) -> str:

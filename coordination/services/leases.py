@@ -147,6 +147,22 @@ def lease_held(lease: IssueLease) -> LeaseHeld:
     )
 
 
+@dataclass(frozen=True)
+class Capped:
+    """The WIP cap refused a claim (invariant 3 (the WIP cap)): what its denial row names,
+    and its 409."""
+
+    issue: Issue
+    session: AgentSession
+    project: Project
+    limit: int
+
+    def error(self) -> WipLimitReached:
+        return WipLimitReached(
+            f"Project {self.project.key} already has {self.limit} live leases.", limit=self.limit
+        )
+
+
 def claim_issue(
     *, workspace: Workspace, issue_id: int, session_id: int, assign: bool = True
 ) -> Claimed:
@@ -159,8 +175,8 @@ def claim_issue(
     lease comes back from the insert. Only a claim the insert refused reads on, to
     say why: the session is not live, it holds the lease already (200), another live
     session holds it, or the WIP cap. A dead holder's lease is reclaimed ``expired``
-    in this call and the insert tried again (``reclaim``). A WIP refusal is raised
-    only after the transaction commits, so its denial row survives.
+    in this call and the insert tried again (``reclaim``). A WIP refusal writes its
+    denial row and is raised only after the transaction commits, so the row survives.
     A new lease makes its agent the issue's assignee if it has none (``assign``;
     start_work assigns later in its own transaction, ``coordination.services.locking``
     says why); an assignee read under the share stays until the commit, so an issue
@@ -168,52 +184,68 @@ def claim_issue(
     assignment and its claims on the issue as well (``take_over``).
     """
     with events.change():
-        project = lock_project(workspace_id=workspace.pk, issue_id=issue_id)
-        claimer = share_claimed_issue(
-            workspace=workspace, project=project, issue_id=issue_id, session_id=session_id
+        outcome = claim_or_capped(
+            workspace=workspace, issue_id=issue_id, session_id=session_id, assign=assign
         )
-        issue, session, limit = claimer.issue, claimer.session, project.agent_wip_limit
-        if issue.status in Issue.CLOSED_STATUSES:
-            raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
-        taken_over: list[IssueLease] = []  # kept across attempts: a reclaim is not undone
-
-        def attempt(number: int) -> Claimed | None:
-            return take_lease(
-                workspace_id=workspace.pk,
-                issue=issue,
-                session=session,
-                limit=limit,
-                first=number == 0,
-                taken_over=taken_over,
-            )
-
-        claimed = reclaim.attempts(attempt, exhausted=lambda: held_or_capped(issue.pk))
-        if claimed is None:
+        if isinstance(outcome, Capped):
             record_denial(
-                workspace=workspace, issue=issue, session=session, agent=session.agent, limit=limit
+                workspace=workspace,
+                issue=outcome.issue,
+                session=outcome.session,
+                agent=outcome.session.agent,
+                limit=outcome.limit,
             )
-        elif not claimed.created:
-            return claimed
-        else:
-            lease = claimed.lease
-            lease.issue = issue  # as read under the share, held to the commit
-            claimed = Claimed(lease=lease, created=True, taken_over=tuple(taken_over))
-            events.record(
-                workspace.pk,
-                EventType.LEASE_GRANTED,
-                project_id=issue.project_id,
-                issue_id=issue.pk,
-                session_id=session.pk,
-                agent_id=session.agent_id,
-                data={"lease": lease.pk, "fence": lease.fence},
-            )
-            if assign:
-                # Last: it turns the issue's share into a row lock, held only to the commit.
-                take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
-    if claimed is None:
-        raise WipLimitReached(
-            f"Project {project.key} already has {limit} live leases.", limit=limit
+    if isinstance(outcome, Capped):
+        raise outcome.error()
+    return outcome
+
+
+def claim_or_capped(
+    *, workspace: Workspace, issue_id: int, session_id: int, assign: bool = True
+) -> Claimed | Capped:
+    """``claim_issue`` as a step of the caller's ``events.change()``: a WIP refusal is
+    returned, its denial not written and not raised, so a caller that rolls its change
+    back (``start_work``) writes the denial once, after the rollback."""
+    assert events.buffering(), "a lease claim's statements belong to one change"
+    project = lock_project(workspace_id=workspace.pk, issue_id=issue_id)
+    claimer = share_claimed_issue(
+        workspace=workspace, project=project, issue_id=issue_id, session_id=session_id
+    )
+    issue, session, limit = claimer.issue, claimer.session, project.agent_wip_limit
+    if issue.status in Issue.CLOSED_STATUSES:
+        raise InvalidTransition(f"Issue {issue.pk} is {issue.status}; reopen it to work on it.")
+    taken_over: list[IssueLease] = []  # kept across attempts: a reclaim is not undone
+
+    def attempt(number: int) -> Claimed | None:
+        return take_lease(
+            workspace_id=workspace.pk,
+            issue=issue,
+            session=session,
+            limit=limit,
+            first=number == 0,
+            taken_over=taken_over,
         )
+
+    claimed = reclaim.attempts(attempt, exhausted=lambda: held_or_capped(issue.pk))
+    if claimed is None:
+        return Capped(issue=issue, session=session, project=project, limit=limit)
+    if not claimed.created:
+        return claimed
+    lease = claimed.lease
+    lease.issue = issue  # as read under the share, held to the commit
+    claimed = Claimed(lease=lease, created=True, taken_over=tuple(taken_over))
+    events.record(
+        workspace.pk,
+        EventType.LEASE_GRANTED,
+        project_id=issue.project_id,
+        issue_id=issue.pk,
+        session_id=session.pk,
+        agent_id=session.agent_id,
+        data={"lease": lease.pk, "fence": lease.fence},
+    )
+    if assign:
+        # Last: it turns the issue's share into a row lock, held only to the commit.
+        take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
     return claimed
 
 

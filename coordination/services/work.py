@@ -7,10 +7,13 @@ issue: all or nothing. The
 steps run in one transaction, so a refusal at any step rolls every step back: no
 session, no lease, no claim is left.
 The logs are the exception, as always: a WIP-cap refusal or a file conflict is
-recorded even though the request failed. Their rows were written inside the
-rolled-back transaction, so they are written again after it, for the agent (the
-session never came to be, so they name none). ``session_not_live`` cannot happen:
-the session is created, heartbeat and all, in the same transaction.
+recorded even though the request failed. The lease claim and the file claim are
+steps that return their refusal instead of logging it (``leases.claim_or_capped``,
+``file_claims.claim_or_refusal``); ``start_work`` rolls every step back, then writes
+the refusal's rows once, for the agent (the session never came to be, so they name
+none). ``session_not_live`` cannot happen: the session is created, heartbeat and
+all, in the same transaction. The paths are checked and normalised once, at the
+entrance (``NormalisedPaths``), and passed down as they are.
 
 ``finish_work`` moves the issue, releases the session's file claims on it and the
 lease (``released``), and ends the session (anything else it holds:
@@ -19,7 +22,7 @@ lease (``released``), and ends the session (anything else it holds:
 
 from dataclasses import dataclass
 
-from coordination.errors import LeaseNotHeld, WipLimitReached
+from coordination.errors import CoordinationError, LeaseNotHeld
 from coordination.models import (
     Agent,
     AgentSession,
@@ -31,7 +34,7 @@ from coordination.models import (
     ReleaseReason,
     Workspace,
 )
-from coordination.paths import MAX_PATHS, checked_paths
+from coordination.paths import NormalisedPaths
 from coordination.selectors import lookups
 from coordination.services import (
     agents,
@@ -60,6 +63,15 @@ class Finished:
     session: AgentSession
 
 
+class _RolledBack(Exception):
+    """A step of ``start_work`` refused: leave its transaction (rolling every step back)
+    carrying the refusal, whose own log is written once, after."""
+
+    def __init__(self, refusal: leases.Capped | file_claims.Refusal) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+
 def start_work(
     *,
     workspace: Workspace,
@@ -78,8 +90,8 @@ def start_work(
     graph.check_not_blocked(issue)  # before any claim: blocked, not a file conflict
     if paths is None:
         paths = graph.expected_paths(issue)
-    if paths:
-        checked_paths(paths, limit=MAX_PATHS)  # a bad path is a 400 before anything starts
+    # Checked and normalised once, here: a bad path is a 400 before anything starts.
+    wanted = NormalisedPaths.of(paths) if paths else None
     # The identity outlives a failed start (it is who the logs name); its session not.
     agent, _ = Agent.objects.get_or_create(workspace=workspace, name=agent_name)
     try:
@@ -92,16 +104,19 @@ def start_work(
                 worktree_slug=worktree_slug,
                 api_key=api_key,
             )
-            claimed = leases.claim_issue(
+            claimed = leases.claim_or_capped(
                 workspace=workspace, issue_id=issue.pk, session_id=session.pk, assign=False
             )
-            claims = (
-                file_claims.claim_files(
-                    workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
-                ).claims
-                if paths
-                else []
-            )
+            if isinstance(claimed, leases.Capped):
+                raise _RolledBack(claimed)
+            claims: list[FileClaim] = []
+            if wanted is not None:
+                outcome = file_claims.claim_or_refusal(
+                    workspace=workspace, issue_id=issue.pk, paths=wanted, session_id=session.pk
+                )
+                if isinstance(outcome, file_claims.Refusal):
+                    raise _RolledBack(outcome)
+                claims = outcome.claims
             if issue.status == Issue.Status.TODO:  # the work has started: say so on the board
                 workflow.transition_issue(
                     workspace=workspace,
@@ -119,37 +134,33 @@ def start_work(
                 body=f"{agent_name} started work on issue {issue.pk}.",
                 session=session,
             )
-    except WipLimitReached as refused:
-        with events.change():
-            leases.record_denial(
-                workspace=workspace,
-                issue=issue,
-                session=None,
-                agent=agent,
-                limit=refused.extra["limit"],
-            )
-        raise
-    except file_claims.ClaimRefused as refused:
-        # The same rows the rolled-back attempt logged: one per (path, holder).
-        with events.change():
-            file_claims.log_conflicts(
-                workspace=workspace,
-                issue=issue,
-                session=None,
-                agent=agent,
-                pairs=refused.pairs,
-                forced=False,
-            )
-            file_claims.announce_refusal(
-                workspace=workspace,
-                issue=issue,
-                session=None,
-                agent=agent,
-                paths=checked_paths(paths or [], limit=MAX_PATHS),
-                conflicts=file_claims.holders(refused.pairs),
-            )
-        raise
+    except _RolledBack as rolled_back:
+        error = refused(workspace=workspace, issue=issue, agent=agent, refusal=rolled_back.refusal)
+        raise error from None
     return Started(session=session, lease=claimed.lease, claims=claims, message=message)
+
+
+def refused(
+    *,
+    workspace: Workspace,
+    issue: Issue,
+    agent: Agent,
+    refusal: leases.Capped | file_claims.Refusal,
+) -> CoordinationError:
+    """Write a refused start's own log, once, after its rollback, naming the agent and no
+    session (it never came to be): the WIP cap's denial (invariant 3 (the WIP cap)), or one
+    conflict row per (path, holder) and ``claims.refused`` (invariant 5 (all-or-nothing));
+    return its 409."""
+    with events.change():
+        if isinstance(refusal, leases.Capped):
+            leases.record_denial(
+                workspace=workspace, issue=issue, session=None, agent=agent, limit=refusal.limit
+            )
+        else:
+            file_claims.log_refusal(
+                workspace=workspace, issue=issue, session=None, agent=agent, refusal=refusal
+            )
+    return refusal.error()
 
 
 def finish_work(

@@ -6,7 +6,8 @@ Issue leases stop two agents from taking one ticket; file claims stop two agents
 different tickets from editing one file; a directory claim (``src/api/``) holds the
 whole subtree. The tiers are independent: a claim names an
 issue, but its claimer need not hold that issue's lease. ``claim`` takes them,
-``release`` gives them back; ``check`` says what a claim would refuse.
+``release`` gives them back; ``check`` says what a claim would refuse; ``refusal`` is a
+refused claim and its log.
 """
 
 from coordination.paths import MAX_CHECK_PATHS, MAX_PATHS
@@ -19,12 +20,17 @@ from coordination.services.file_claims.check import (
 )
 from coordination.services.file_claims.claim import (
     ClaimedFiles,
-    ClaimRefused,
-    announce_refusal,
     claim_files,
+    claim_or_refusal,
+)
+from coordination.services.file_claims.refusal import (
+    ClaimRefused,
+    Refusal,
+    announce_refusal,
     file_conflict,
     holders,
     log_conflicts,
+    log_refusal,
 )
 from coordination.services.file_claims.release import (
     release_claims,
@@ -40,13 +46,16 @@ __all__ = [
     "HeldClaim",
     "Holder",
     "ClaimedFiles",
+    "Refusal",
     "announce_refusal",
     "check_files",
     "claim_files",
+    "claim_or_refusal",
     "file_conflict",
     "holders",
     "holders_of",
     "log_conflicts",
+    "log_refusal",
     "overlapping_claims",
     "release_claims",
     "release_files",

@@ -6,7 +6,8 @@ two claims overlap when they are equal or one is a directory the other lies unde
 (``coordination.paths``). ``claim_files`` runs one transaction per attempt that locks
 the paths and their issues, then the overlapping holders' rows
 (``coordination.services.locking`` gives the order), and decides: refuse (write the
-conflict log, commit, then raise), or reclaim dead holders, override (``force``) and
+conflict log, commit, then raise; or, for ``start_work``, return the refusal unlogged:
+``claim_or_refusal``), or reclaim dead holders, override (``force``) and
 insert the rest with ``ON CONFLICT DO NOTHING``. An insert that returns no row means
 someone the locks do not cover got there first: the whole attempt is rolled back and
 retried, within ``reclaim``'s budget, and then reported as a conflict — never a
@@ -60,12 +61,10 @@ many claims are held elsewhere (``tests/coordination/api/query_counts.py``).
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
 
 from coordination.db import sql
-from coordination.db.rows import dialect, execute, fetchall, fetchone, instance, take
+from coordination.db.rows import dialect, fetchall, fetchone, instance, take
 from coordination.errors import (
-    FileConflict,
     InvalidInput,
     InvalidTransition,
     NotFound,
@@ -80,18 +79,24 @@ from coordination.models import (
     ReleaseReason,
     Workspace,
 )
-from coordination.paths import MAX_PATHS, checked_paths, meeting_point, overlapping_pairs
+from coordination.paths import (
+    MAX_PATHS,
+    NormalisedPaths,
+    checked_paths,
+)
 from coordination.services import events, fences, locking, messages, reclaim
 from coordination.services.file_claims.check import Holder, overlapping_claims
+from coordination.services.file_claims.refusal import (
+    MAX_CONFLICTS_SHOWN as MAX_CONFLICTS_SHOWN,  # the benchmarks' direct path reads it here
+)
+from coordination.services.file_claims.refusal import (
+    Refusal,
+    holders,
+    log_conflicts,
+    log_refusal,
+    pairs_of,
+)
 from coordination.services.file_claims.release import release_claims
-
-# A 409 (and its claims.refused event) lists this many conflicts, then counts the rest
-# in ``conflicts_total``; the conflict log keeps every one.
-MAX_CONFLICTS_SHOWN = 100
-CONFLICT_ROWS_PER_INSERT = 1000  # 9 parameters each: far below every backend's limit
-
-# (requested path, the claim of another issue that overlaps it)
-Pair = tuple[str, FileClaim]
 
 
 @dataclass(frozen=True)
@@ -99,20 +104,6 @@ class ClaimedFiles:
     claims: list[FileClaim]
     reclaimed: list[str]
     overridden: list[Holder]
-
-
-@dataclass(frozen=True)
-class _Refused:
-    pairs: list[Pair]
-
-
-class ClaimRefused(FileConflict):
-    """``file_conflict``, with every (requested path, holder) pair it names: the
-    conflict log's rows, which ``start_work`` writes again after its rollback."""
-
-    def __init__(self, detail: str, *, pairs: list[Pair], **extra: Any) -> None:
-        super().__init__(detail, **extra)
-        self.pairs = pairs
 
 
 # --- the statements of one attempt ------------------------------------------------------
@@ -155,16 +146,6 @@ class ClaimContext:
         return self.session
 
 
-def pairs_of(paths: list[str], claims: list[FileClaim]) -> list[Pair]:
-    """Each (requested path, claim) that overlap, by path, then held path."""
-    by_path = {claim.path: claim for claim in claims}
-    return [(path, by_path[held]) for path, held in overlapping_pairs(paths, by_path)]
-
-
-def holders(pairs: list[Pair]) -> list[Holder]:
-    return [Holder.of(claim, requested=path) for path, claim in pairs]
-
-
 def insert_claims(
     *, workspace_id: int, issue_id: int, session: AgentSession | None, paths: list[str]
 ) -> list[FileClaim]:
@@ -186,79 +167,6 @@ def insert_claims(
     return sorted(claims, key=lambda claim: claim.path)
 
 
-def log_conflicts(
-    *,
-    workspace: Workspace,
-    issue: Issue,
-    session: AgentSession | None,
-    pairs: list[Pair],
-    forced: bool,
-    agent: Agent | None = None,
-) -> None:
-    """One append-only ``claim_conflicts`` row per (requested path, overlapping holder)
-    (invariants 8 (append-only logs) and 11 (overlap)), at the deeper of the two paths, where they
-    meet; in one INSERT per thousand rows. The rejected agent is the session's, or ``agent`` for a
-    claimer without one."""
-    rejected_agent_id = session.agent_id if session is not None else (agent.pk if agent else None)
-    rows = [
-        sql.ConflictRow(
-            path=meeting_point(path, claim.path),
-            rejected_issue_id=issue.pk,
-            rejected_session_id=session.pk if session is not None else None,
-            rejected_agent_id=rejected_agent_id,
-            holding_issue_id=claim.issue_id,
-            holding_session_id=claim.session_id,
-            holding_agent_id=claim.agent_id,
-        )
-        for path, claim in pairs
-    ]
-    for start in range(0, len(rows), CONFLICT_ROWS_PER_INSERT):
-        batch = rows[start : start + CONFLICT_ROWS_PER_INSERT]
-        execute(
-            sql.insert_conflicts(dialect(), workspace_id=workspace.pk, rows=batch, forced=forced)
-        )
-
-
-def shown(conflicts: list[Holder]) -> dict[str, Any]:
-    """The conflicts as a 409 and its event show them: the first hundred, and how many."""
-    return {
-        "conflicts": [holder.as_dict() for holder in conflicts[:MAX_CONFLICTS_SHOWN]],
-        "conflicts_total": len(conflicts),
-    }
-
-
-def announce_refusal(
-    *,
-    workspace: Workspace,
-    issue: Issue,
-    session: AgentSession | None,
-    paths: list[str],
-    conflicts: list[Holder],
-    agent: Agent | None = None,
-) -> None:
-    """``claims.refused``: the requested paths and the 409's conflict entries, written
-    with the conflict rows (the refusal's own log)."""
-    events.record(
-        workspace.pk,
-        EventType.CLAIMS_REFUSED,
-        project_id=issue.project_id,
-        issue_id=issue.pk,
-        session_id=session.pk if session is not None else None,
-        agent_id=session.agent_id if session is not None else (agent.pk if agent else None),
-        data={"paths": paths, **shown(conflicts)},
-    )
-
-
-def file_conflict(pairs: list[Pair], *, requested: int, detail: str | None = None) -> ClaimRefused:
-    contested = len({path for path, _ in pairs})
-    return ClaimRefused(
-        detail
-        or f"{contested} of {requested} paths are claimed by other issues; nothing was claimed.",
-        pairs=pairs,
-        **shown(holders(pairs)),
-    )
-
-
 # --- claim --------------------------------------------------------------------------------
 
 
@@ -266,7 +174,7 @@ def claim_files(
     *,
     workspace: Workspace,
     issue_id: int,
-    paths: Sequence[str],
+    paths: Sequence[str] | NormalisedPaths,
     session_id: int | None = None,
     force: bool = False,
     fence: int | None = None,
@@ -288,10 +196,58 @@ def claim_files(
       every holder) after its conflict rows commit; with ``force`` the holders are
       released ``overridden`` and messages name the displaced issues.
     """
-    # The paths are checked by the first attempt, once it has found the issue (404 first).
-    wanted = functools.cache(lambda: checked_paths(paths, limit=MAX_PATHS))
+    outcome = _claim(
+        workspace=workspace,
+        issue_id=issue_id,
+        paths=paths,
+        session_id=session_id,
+        force=force,
+        fence=fence,
+        log=True,
+    )
+    if isinstance(outcome, Refusal):
+        raise outcome.error()
+    return outcome
 
-    def attempt(number: int) -> ClaimedFiles | _Refused:
+
+def claim_or_refusal(
+    *, workspace: Workspace, issue_id: int, paths: NormalisedPaths, session_id: int
+) -> ClaimedFiles | Refusal:
+    """``claim_files`` as a step of a larger change (``start_work``), without force or
+    fence: a refusal is returned, not logged and not raised, so the caller rolls its
+    change back and logs it once after (``log_refusal``), for whom it names."""
+    return _claim(
+        workspace=workspace,
+        issue_id=issue_id,
+        paths=paths,
+        session_id=session_id,
+        force=False,
+        fence=None,
+        log=False,
+    )
+
+
+def _claim(
+    *,
+    workspace: Workspace,
+    issue_id: int,
+    paths: Sequence[str] | NormalisedPaths,
+    session_id: int | None,
+    force: bool,
+    fence: int | None,
+    log: bool,
+) -> ClaimedFiles | Refusal:
+    # Raw paths are checked once, by the first attempt, once it has found the issue
+    # (404 first); normalised ones were checked where they entered.
+    wanted = functools.cache(
+        lambda: (
+            paths.as_list()
+            if isinstance(paths, NormalisedPaths)
+            else checked_paths(paths, limit=MAX_PATHS)
+        )
+    )
+
+    def attempt(number: int) -> ClaimedFiles | Refusal:
         try:
             return _attempt(
                 workspace=workspace,
@@ -300,20 +256,16 @@ def claim_files(
                 wanted_paths=wanted,
                 force=force,
                 fence=fence,
+                log=log,
             )
         except locking.IssueLocked:  # see locking: a fenced claim met a close
             locking.wait_for_issue(issue_id)
             raise reclaim.Retry from None
 
-    outcome = reclaim.attempts(
-        attempt, exhausted=lambda: changed_hands(workspace, issue_id, wanted())
-    )
-    if isinstance(outcome, _Refused):
-        raise file_conflict(outcome.pairs, requested=len(wanted()))
-    return outcome
+    return reclaim.attempts(attempt, exhausted=lambda: changed_hands(workspace, issue_id, wanted()))
 
 
-def changed_hands(workspace: Workspace, issue_id: int, wanted: list[str]) -> NoReturn:
+def changed_hands(workspace: Workspace, issue_id: int, wanted: list[str]) -> Refusal:
     """Once the attempts are spent (each followed a path that changed hands under it):
     the holders as they stand, rather than an unbounded wait."""
     current = [
@@ -321,9 +273,9 @@ def changed_hands(workspace: Workspace, issue_id: int, wanted: list[str]) -> NoR
         for found in overlapping_claims(workspace.pk, wanted, lock=False)
         if found.claim.issue_id != issue_id and found.holds
     ]
-    raise file_conflict(
-        pairs_of(wanted, current),
-        requested=len(wanted),
+    return Refusal(
+        pairs=pairs_of(wanted, current),
+        paths=wanted,
         detail="The paths changed hands while they were claimed; nothing was claimed. Retry.",
     )
 
@@ -336,7 +288,8 @@ def _attempt(
     wanted_paths: Callable[[], list[str]],
     force: bool,
     fence: int | None = None,
-) -> ClaimedFiles | _Refused:
+    log: bool = True,
+) -> ClaimedFiles | Refusal:
     with events.change():
         # The issue (404 first, then the paths' 400) and the session, in one read.
         context = ClaimContext.read(workspace, issue_id, session_id)
@@ -367,18 +320,15 @@ def _attempt(
             else:
                 contested.append(found.claim)  # live, or session-less: held until forced
         pairs = pairs_of(paths, contested)
-        log_conflicts(workspace=workspace, issue=issue, session=session, pairs=pairs, forced=force)
         if contested and not force:
             # Commit the conflict log only: dead holders are left for the next
             # successful claim, so a refusal changes nothing else (invariant 6 (paths are literal)).
-            announce_refusal(
-                workspace=workspace,
-                issue=issue,
-                session=session,
-                paths=paths,
-                conflicts=holders(pairs),
-            )
-            return _Refused(pairs=pairs)
+            # Unlogged (``claim_or_refusal``), the caller logs it once, after its rollback.
+            refusal = Refusal(pairs=pairs, paths=paths)
+            if log:
+                log_refusal(workspace=workspace, issue=issue, session=session, refusal=refusal)
+            return refusal
+        log_conflicts(workspace=workspace, issue=issue, session=session, pairs=pairs, forced=force)
         taker = events.holder(session.pk, session.agent.name) if session is not None else None
         if dead:
             reclaimed = fetchall(

@@ -14,7 +14,7 @@ from coordination.errors import FileConflict, InvalidInput
 from coordination.models import ClaimConflict, Event, FileClaim, Message, ReleaseReason
 from coordination.paths import normalise_path, overlaps
 from coordination.services import file_claims
-from coordination.services.file_claims import claim as claiming
+from coordination.services.file_claims import refusal
 from tests.conftest import expire
 from tests.coordination.conftest import held
 
@@ -154,7 +154,7 @@ def test_a_409_shows_a_hundred_conflicts_and_counts_them_all(claim, make_issue, 
 def test_the_conflict_log_is_written_in_batches_past_a_thousand_pairs(
     claim, make_issue, make_session, monkeypatch
 ):
-    monkeypatch.setattr(claiming, "CONFLICT_ROWS_PER_INSERT", 2)
+    monkeypatch.setattr(refusal, "CONFLICT_ROWS_PER_INSERT", 2)
     mine, theirs = make_issue(), make_issue()
     claim(theirs, ["d/a.py", "d/b.py", "d/c.py", "d/e.py", "d/f.py"], make_session("them"))
 
