@@ -70,3 +70,14 @@ def test_the_header_names_the_interpreter_the_server_ran_on():
 
     assert named.endswith(f", {python}")
     assert "Python" not in unnamed
+
+
+def test_a_reference_call_is_judged_on_its_figure_as_reported():
+    """0.40003 ms is reported as 0.4 against a target of 0.4: met, as a reader reads it."""
+    from benchmarks.reference import ReferenceCall
+
+    def call(cpu_ms: float) -> ReferenceCall:
+        return ReferenceCall("healthz", 100, cpu_ms, wall_ms=1.0, target_ms=0.4)
+
+    assert call(0.40003).met is True
+    assert call(0.4001).met is False

@@ -74,13 +74,16 @@ def test_an_entry_is_the_same_each_run_and_an_idle_one_outlasts_the_threshold():
 
 
 @pytest.mark.django_db
-def test_every_open_issue_is_planned_as_a_filesystem_issue_with_files(tmp_path):
+def test_every_open_issue_of_the_fleets_projects_is_planned_as_a_filesystem_issue(tmp_path):
+    """The tour's project is a person's: left out (tests/demo/test_seed_demo.py)."""
     call_command("seed_demo", "--agents", "4", "--days", "1", stdout=StringIO())
     workspace = Workspace.objects.get(slug=world.SLUG)
     plan = DemoPlan(tmp_path / "plan.json", Pacing(), ttl=120)
     count = prepare(workspace, plan)
     plan.save()
-    open_issues = Issue.objects.filter(workspace=workspace, status__in=OPEN)
+    open_issues = Issue.objects.filter(
+        workspace=workspace, status__in=OPEN, project__key__in=world.PROJECTS_BY_KEY
+    )
     assert count == open_issues.count() > 0
     assert not open_issues.filter(requires_filesystem=False).exists()
     assert not open_issues.filter(worktree__isnull=False).exists()
