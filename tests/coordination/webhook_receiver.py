@@ -7,6 +7,7 @@ import hmac
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ class Receiver:
         self.lock = threading.Lock()
         # Called with each request (in its thread), returns the status to answer.
         self.answer: Callable[[Received], int] = lambda request: 200
-        self.in_flight = 0
+        self.in_flight: Counter[str] = Counter()  # per path: requests being answered now
         self.most_in_flight: dict[str, int] = {}  # per path: concurrent requests seen
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -66,14 +67,14 @@ class Receiver:
                 )
                 with receiver.lock:
                     receiver.received.append(request)
-                    receiver.in_flight += 1
+                    receiver.in_flight[self.path] += 1
                     now = receiver.most_in_flight.get(self.path, 0)
-                    receiver.most_in_flight[self.path] = max(now, receiver.in_flight)
+                    receiver.most_in_flight[self.path] = max(now, receiver.in_flight[self.path])
                 try:
                     status = receiver.answer(request)
                 finally:
                     with receiver.lock:
-                        receiver.in_flight -= 1
+                        receiver.in_flight[self.path] -= 1
                 try:
                     self.send_response(status)
                     self.send_header("Content-Length", "2")
