@@ -115,9 +115,12 @@ class Signals:
         self.check()
 
     def spawn(self, command: list[str], cwd: str, env: dict[str, str]) -> Child:
+        child = Child(command, cwd, env)
         with self.child_lock:
-            self.child = Child(command, cwd, env)
-            return self.child
+            self.child = child
+        if self.interrupted:  # a signal came while it started: the agent stops too
+            child.stop(self.grace)
+        return child
 
     def supervise(self, child: Child) -> int:
         try:
@@ -135,8 +138,9 @@ class Signals:
         """The handler of SIGINT and SIGTERM."""
         self.interrupts += 1
         name = signal.Signals(signum).name
-        with self.child_lock:
-            child = self.child
+        # Read without the lock: the handler runs in the main thread, which may hold it
+        # (starting the agent), and waiting for it there would never end.
+        child = self.child
         if child is None:
             if self.interrupts == 1:
                 say(f"{name}: stopping")
