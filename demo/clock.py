@@ -8,6 +8,9 @@ the services for real, then moves the timestamps it produced back by
 an end) are found by value: they are the only stamps at or after the step's real
 start, because everything written before was already moved into the past.
 
+The append-only logs are never moved: inside a step they are written with their
+past stamp at once (``logs.recorded_earlier``), by the same offset.
+
 A consequence the simulation relies on: after a step, its sessions' heartbeats
 lie in the past, so in the next step they are dead unless they heartbeat again.
 """
@@ -27,7 +30,6 @@ from coordination.liveness import DbNow
 from coordination.models import (
     Agent,
     AgentSession,
-    ClaimConflict,
     Event,
     FileClaim,
     Issue,
@@ -35,7 +37,6 @@ from coordination.models import (
     Message,
     Project,
     Run,
-    WipCapDenial,
     Workspace,
     Worktree,
     WorktreeLock,
@@ -65,8 +66,6 @@ STAMPS: tuple[Stamps, ...] = (
     Stamps(IssueLease, ("acquired_at",), ("released_at",)),
     Stamps(FileClaim, ("claimed_at",), ("released_at",)),
     Stamps(WorktreeLock, ("acquired_at",), ("released_at",)),
-    Stamps(ClaimConflict, ("occurred_at",)),
-    Stamps(WipCapDenial, ("occurred_at",)),
     Stamps(Message, ("created_at",)),
     Stamps(Run, ("started_at",), ("finished_at",)),
     Stamps(Event, ("occurred_at",)),
@@ -113,15 +112,14 @@ class Clock:
         as if it happened from ``when`` on. A moment not in the past stays as is."""
         marks, started = marks_and_now(self.workspace)
         since = min(started, timezone.now()) - SLACK
-        yield
-        if when < started:
-            offset = offset_between(started, when)
-            # Moving the contention logs into the past is the one edit they allow.
-            with logs.unlocked(self.workspace.pk):
-                for stamps in STAMPS:
-                    self.shift(
-                        stamps, mark=marks[stamps.model.__name__], since=since, offset=offset
-                    )
+        if when >= started:
+            yield
+            return
+        offset = offset_between(started, when)
+        with logs.recorded_earlier(offset):
+            yield
+        for stamps in STAMPS:
+            self.shift(stamps, mark=marks[stamps.model.__name__], since=since, offset=offset)
 
     def shift(self, stamps: Stamps, *, mark: int, since: datetime, offset: timedelta) -> None:
         rows = stamps.model._default_manager.filter(workspace=self.workspace)

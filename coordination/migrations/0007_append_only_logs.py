@@ -6,7 +6,7 @@ workspace lets its log rows change inside the transaction that wrote it, and
 ``coordination.services.logs.unlocked`` deletes it again before that transaction
 commits, so no other transaction ever sees it. Deleting a whole workspace goes
 through it (its logs go with it, and the SET NULL of their session columns is an
-update), and so does the demo builder, which moves its history into the past.
+update).
 Workspace id 0 stands for every workspace (maintenance, e.g. the test suite's
 flush, which on SQLite deletes row by row).
 """

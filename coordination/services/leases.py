@@ -19,6 +19,7 @@ from coordination.errors import (
     SessionNotLive,
     WipLimitReached,
 )
+from coordination.liveness import DbNow
 from coordination.models import (
     Agent,
     AgentSession,
@@ -32,7 +33,7 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, fences, reclaim
+from coordination.services import events, fences, logs, reclaim
 from coordination.services.locking import lock_project
 
 
@@ -348,6 +349,7 @@ def record_denial(
 ) -> WipCapDenial:
     """The append-only record of a claim the WIP cap refused (invariants 3 (the WIP cap) and 8
     (append-only logs)), and its ``wip.denied`` event. Call it inside ``events.change()``."""
+    earlier_by = logs.recording_offset()
     denial = WipCapDenial.objects.create(
         workspace=workspace,
         project_id=issue.project_id,
@@ -355,6 +357,7 @@ def record_denial(
         session=session,
         agent=agent,
         limit=limit,
+        **({} if earlier_by is None else {"occurred_at": DbNow() - earlier_by}),
     )
     events.record(
         workspace.pk,

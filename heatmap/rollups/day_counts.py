@@ -23,7 +23,7 @@ writer at a time: its triggers add to the day's first row.
 tables): one grouped read and, per day and kind, one update or insert. A release of
 ten claims is one row added to. An update trigger cannot name its columns when it
 reads transition tables, so every update of these tables runs it; their updates are
-releases (and ``seed_demo``'s re-anchoring). SQLite runs two short statements per
+releases (and the demo clock's moves into the past). SQLite runs two short statements per
 counted row.
 
 Changing this SQL needs a migration that carries it and installs it (``triggers``).

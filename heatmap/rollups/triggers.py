@@ -32,7 +32,7 @@ day (lock the keys; then make the missing days, already counted, and count the r
 there were), and three per removal. A row is written once per statement, however
 many days the statement brings (a bulk load of a long history).
 SQLite runs three short statements per inserted row and two per removed one.
-Updates (``seed_demo``'s re-anchoring) fire only when path, time or issue changes,
+Updates (the demo clock's moves into the past) fire only when path, time or issue changes,
 so releases cost nothing.
 
 A project is counted as the issue's project when the event was written; moving an

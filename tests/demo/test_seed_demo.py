@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import connection
-from django.db.models import Count, Max, Min
+from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -335,60 +334,54 @@ def test_the_free_issue_waits_in_a_project_the_fleet_never_works(tmp_path):
     assert Issue.objects.get(pk=second).project.key == access.TOUR_PROJECT
 
 
-# --- re-anchoring a stale history ---------------------------------------------------
+# --- a stale history is seeded again ------------------------------------------------
 
 
-def every_stamp(workspace: Workspace) -> list[Any]:
-    """Every moved stamp of the demo, in a fixed order (model, row, column)."""
-    return [
-        value
-        for model, columns in anchor.columns()
-        for row in anchor.rows_of(model, workspace).order_by("pk").values_list(*columns)
-        for value in row
-    ]
+def days_pass(workspace: Workspace, delta: timedelta) -> None:
+    """Make the history ``delta`` older, as if nobody had worked since: its events are
+    what tells its age (the contention logs cannot be moved, and need not be)."""
+    Event.objects.filter(workspace=workspace).update(occurred_at=F("occurred_at") - delta)
 
 
-def test_a_stale_history_is_moved_to_end_now_with_its_spacing_kept(demo):
-    anchor.shift(demo, -timedelta(days=3))  # three days pass with nobody at work
-    before = every_stamp(demo)
-    assert timezone.now() - anchor.newest_event(demo) > timedelta(days=3)
+def test_a_stale_history_is_seeded_again_to_end_now(demo):
+    before = counts()
+    days_pass(demo, timedelta(days=3))
     out = seed_demo()
-    after = every_stamp(demo)
-    moved = {
-        later - earlier for earlier, later in zip(before, after, strict=True) if earlier is not None
-    }
-    assert len(moved) == 1  # one delta for every stamp: the story keeps its shape
-    [delta] = moved
-    assert timedelta(days=3) < delta < timedelta(days=3, minutes=5)
-    assert [value is None for value in before] == [value is None for value in after]
-    now = anchor.db_now(demo)
-    assert now - anchor.newest_event(demo) < timedelta(minutes=1)
-    assert anchor.newest_stamp(demo) <= now  # nothing in the future
-    assert "re-anchored : moved 3 d 0 h forward, to end now" in out
-    assert seed_demo() and every_stamp(demo) == after  # once anchored, left alone
+    assert "seeded again: the history was 3 d 0 h old" in out and "seeded in" in out
+    rebuilt = Workspace.objects.get(slug="demo")
+    assert rebuilt.pk != demo.pk and not Workspace.objects.filter(pk=demo.pk).exists()
+    assert counts() == before  # the same seed, the same story
+    assert anchor.db_now(rebuilt) - anchor.newest_event(rebuilt) < timedelta(minutes=1)
+    assert "seeded again" not in seed_demo()  # fresh now: left alone
+    assert Workspace.objects.get(slug="demo").pk == rebuilt.pk
 
 
 def test_a_history_younger_than_a_day_is_left_alone(demo):
-    anchor.shift(demo, -timedelta(hours=20))
-    before = every_stamp(demo)
-    assert "re-anchored" not in seed_demo()
-    assert every_stamp(demo) == before
+    days_pass(demo, timedelta(hours=20))
+    before = counts()
+    assert "seeded again" not in seed_demo()
+    assert Workspace.objects.get(slug="demo").pk == demo.pk and counts() == before
 
 
-def test_moved_stamps_keep_their_exact_value_and_one_text_format(demo):
-    """A stamp moved onto a whole second is still that exact time; on SQLite its text
-    keeps the ``.000000`` every other stamp has (anchor.keep_fraction)."""
-    event = Event.objects.filter(workspace=demo).order_by("pk").first()
-    onto_whole_second = timedelta(microseconds=event.occurred_at.microsecond)
-    anchor.shift(demo, -onto_whole_second)
-    event.refresh_from_db()
-    assert event.occurred_at.microsecond == 0
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT COUNT(*) FROM coordination_event WHERE length(occurred_at) != 26"
-            )
-            assert cursor.fetchone() == (0,)
+def test_the_logs_are_written_at_their_moment_of_the_story(demo):
+    """The contention logs are never moved (invariant 8 (append-only logs)): each is
+    written with its past stamp at once, the same moment as its event."""
+    denials = WipCapDenial.objects.filter(workspace=demo)
+    assert denials.exists()
+    for denial in denials:
+        events = Event.objects.filter(
+            workspace=demo,
+            type="wip.denied",
+            issue_id=denial.issue_id,
+            session_id=denial.session_id,
+            occurred_at__range=(
+                denial.occurred_at - timedelta(seconds=1),
+                denial.occurred_at + timedelta(seconds=1),
+            ),
+        )
+        assert {"limit": denial.limit} in [event.data for event in events], denial.pk
+    first = ClaimConflict.objects.filter(workspace=demo).aggregate(first=Min("occurred_at"))
+    assert first["first"] < timezone.now() - timedelta(days=DAYS - 2)
 
 
 def test_a_stopping_fleet_revokes_its_own_key_not_the_next_ones():

@@ -198,7 +198,7 @@ def test_day_counts_count_what_the_rows_count(rows, changes, windows):
         Issue.objects.create(workspace=workspace, project=project, title=title)
         for title in ("I", "J")
     ]
-    with logs.unlocked(workspace.pk):  # the logs' door, as seed_demo re-dates them
+    with logs.unlocked(workspace.pk):  # the logs' door: counts follow re-dated conflicts
         written = [
             write(issues, table, DAY0 + timedelta(minutes=minutes), reason, forced, second, n)
             for n, (table, minutes, reason, forced, second) in enumerate(rows, start=1)

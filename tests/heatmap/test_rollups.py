@@ -139,8 +139,8 @@ def test_rollups_count_what_the_rows_count(events, removed, moved, windows):
         write(issues[project], mode, path, DAY0 + timedelta(minutes=minutes))
         for mode, project, path, minutes in events
     ]
-    with logs.unlocked(workspace.pk):  # the conflict log's door, as seed_demo uses it
-        for index, hours in moved:  # re-dated, as seed_demo re-anchors a history
+    with logs.unlocked(workspace.pk):  # the logs' door: the counts follow even a moved conflict row
+        for index, hours in moved:  # re-dated, as the demo's clock moves claims into the past
             if index < len(written):
                 row = written[index]
                 field = "claimed_at" if isinstance(row, FileClaim) else "occurred_at"

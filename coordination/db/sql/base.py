@@ -3,6 +3,7 @@
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -112,6 +113,16 @@ class Dialect:
         if self.postgres:
             return f"statement_timestamp() - interval '{int(seconds)} seconds'"
         return f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{int(seconds)} seconds') || '000')"
+
+    def earlier(self, by: timedelta | None) -> str:
+        """The database's clock, ``by`` earlier (``None``: now), to the microsecond: the
+        stamp of a log row recorded into the past (``services.logs.recorded_earlier``)."""
+        if by is None:
+            return self.now()
+        seconds = f"{by.total_seconds():.6f}"
+        if self.postgres:
+            return f"(statement_timestamp() - interval '{seconds} seconds')"
+        return f"(strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-{seconds} seconds') || '000')"
 
     def stalled(self, alias: str) -> str:
         """Invariant 17 (stalled is derived), as SQL: the session row ``alias`` is live and has made

@@ -2,6 +2,7 @@
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from coordination.db.sql.base import (
@@ -200,12 +201,18 @@ class ConflictRow:
 
 
 def insert_conflicts(
-    d: Dialect, *, workspace_id: int, rows: list[ConflictRow], forced: bool
+    d: Dialect,
+    *,
+    workspace_id: int,
+    rows: list[ConflictRow],
+    forced: bool,
+    earlier_by: timedelta | None = None,
 ) -> Statement:
     """Invariants 5 (all-or-nothing) and 8 (append-only logs): one append-only ``claim_conflicts``
     row per contested path, in one INSERT (a refused claim holds its path locks until this
-    commits)."""
-    values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {d.now()})"] * len(rows))
+    commits), stamped now or ``earlier_by`` before it."""
+    stamp = d.earlier(earlier_by)
+    values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, {stamp})"] * len(rows))
     params: list[Any] = []
     for row in rows:
         params += [

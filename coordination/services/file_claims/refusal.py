@@ -15,7 +15,7 @@ from coordination.db.rows import dialect, execute
 from coordination.errors import FileConflict
 from coordination.models import Agent, AgentSession, EventType, FileClaim, Issue, Workspace
 from coordination.paths import meeting_point, overlapping_pairs
-from coordination.services import events
+from coordination.services import events, logs
 from coordination.services.file_claims.check import Holder
 
 # A 409 (and its claims.refused event) lists this many conflicts, then counts the rest
@@ -88,7 +88,13 @@ def log_conflicts(
     for start in range(0, len(rows), CONFLICT_ROWS_PER_INSERT):
         batch = rows[start : start + CONFLICT_ROWS_PER_INSERT]
         execute(
-            sql.insert_conflicts(dialect(), workspace_id=workspace.pk, rows=batch, forced=forced)
+            sql.insert_conflicts(
+                dialect(),
+                workspace_id=workspace.pk,
+                rows=batch,
+                forced=forced,
+                earlier_by=logs.recording_offset(),
+            )
         )
 
 

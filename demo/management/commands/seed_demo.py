@@ -3,7 +3,7 @@
 Running it again does not seed again: it prints the same banner, with the logins'
 password (or how to reset it, once changed), a fresh API key (the previous demo key
 is revoked) and an issue free to claim, in a project the live fleet never works. A
-history whose newest event is more than a day old is first moved forward to end now
+history whose newest event is more than a day old is first seeded again to end now
 (``demo.anchor``), so the pages' default windows are never empty.
 """
 
@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from coordination.models import Workspace
+from coordination.services import logs
 from demo import access, anchor, seeding, world
 from demo.summary import summarise
 
@@ -51,12 +52,15 @@ class Command(BaseCommand):
         started = time.monotonic()
         with transaction.atomic():
             workspace = Workspace.objects.filter(slug=world.SLUG).first()
+            stale = anchor.staleness(workspace) if workspace is not None else None
+            if workspace is not None and stale is not None:
+                logs.delete_workspace(workspace)
+                workspace = None
             seeded = workspace is None
             if workspace is None:
                 workspace = seeding.seed(
                     agents=options["agents"], days=options["days"], seed=options["seed"]
                 )
-            moved = None if seeded else anchor.reanchor(workspace)
             logins = [
                 access.login(workspace, "admin", options["password"], operator=True),
                 access.login(workspace, "manager", options["password"], operator=False),
@@ -81,14 +85,14 @@ class Command(BaseCommand):
                 for i, page in enumerate(PAGES)
             ),
             f"  history     : {summary.line()}",
-            *([f"  re-anchored : moved {ago(moved)} forward, to end now"] if moved else []),
+            *([f"  seeded again: the history was {ago(stale)} old"] if stale else []),
             "",
         ]
         self.stdout.write("\n".join(lines))
 
 
 def ago(delta: timedelta) -> str:
-    """``3 d 4 h``, ``5 h 12 min``: how far the history moved, to the minute."""
+    """``3 d 4 h``, ``5 h 12 min``: how old the history was, to the minute."""
     minutes = int(delta.total_seconds() // 60)
     days, minutes = divmod(minutes, 24 * 60)
     hours, minutes = divmod(minutes, 60)

@@ -1,7 +1,10 @@
 """The contention logs are append-only in the database itself (invariant 8 (append-only logs))."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import ClaimConflict, FileClaim, WipCapDenial, Workspace
@@ -12,6 +15,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def logged(workspace, project, make_issue, make_session):
+    log_one_of_each(workspace, project, make_issue, make_session)
+
+
+def log_one_of_each(workspace, project, make_issue, make_session):
     """One conflict row and one WIP-cap denial row, written by the services."""
     project.agent_wip_limit = 1
     project.save()
@@ -89,3 +96,18 @@ def test_a_plain_delete_of_a_workspace_is_refused(logged, workspace):
     with pytest.raises(IntegrityError), transaction.atomic():
         workspace.delete()
     assert Workspace.objects.filter(pk=workspace.pk).exists()
+
+
+def test_a_history_written_after_the_fact_is_stamped_in_the_past_at_once(
+    workspace, project, make_issue, make_session
+):
+    """``recorded_earlier``: how a history (the demo's) gets past log rows without
+    moving them, which the database refuses."""
+    two_days = timedelta(days=2, microseconds=500)
+    with logs.recorded_earlier(two_days):
+        log_one_of_each(workspace, project, make_issue, make_session)
+    assert logs.recording_offset() is None  # only inside the block
+    now = timezone.now()
+    for model in (ClaimConflict, WipCapDenial):
+        stamp = model.objects.get().occurred_at
+        assert now - two_days - timedelta(minutes=1) < stamp < now - two_days, model.__name__
