@@ -19,8 +19,8 @@ class DirectTarget:
     dialect: sql.Dialect  # the services' (coordination.db.rows.dialect())
     connect: dict[str, Any]  # psycopg.connect / sqlite3.connect keyword arguments
     key_hash: str  # coordination.models.hash_api_key(raw key)
-    advisory_namespace: int  # locking.ADVISORY_LOCK_KEYS["file_claim_path"]
-    event_namespace: int  # locking.ADVISORY_LOCK_KEYS["event_log"]
+    advisory_namespace: int  # sql.ADVISORY_LOCK_KEYS["file_claim_path"]
+    event_namespace: int  # sql.ADVISORY_LOCK_KEYS["event_log"]
     # The services' own values, as plain data (the command reads them off Django):
     closed_statuses: frozenset[str]  # Issue.CLOSED_STATUSES
     conflicts_shown: int  # file_claims.claim.MAX_CONFLICTS_SHOWN

@@ -41,8 +41,8 @@ from django.utils import timezone
 
 from coordination.db import sql
 from coordination.db.rows import dialect, execute
+from coordination.db.sql import ADVISORY_LOCK_KEYS
 from coordination.models import AgentSession, Event, EventType, IssueLease, Workspace
-from coordination.services.locking import ADVISORY_LOCK_KEYS
 
 
 class _Buffer(threading.local):

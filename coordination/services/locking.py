@@ -93,10 +93,6 @@ from coordination.errors import NotFound
 from coordination.models import Project
 from coordination.paths import lock_nodes as paths_lock_nodes
 
-# The advisory locks' namespaces live with the statements that take them (the event
-# feed, a reader below the services, waits on the event writers' lock).
-ADVISORY_LOCK_KEYS = sql.ADVISORY_LOCK_KEYS
-
 # PostgreSQL's lock_not_available, raised by NOWAIT.
 LOCK_NOT_AVAILABLE = "55P03"
 
@@ -143,7 +139,7 @@ def take_path_locks(*, workspace_id: int, paths: list[str]) -> None:
     keys, exclusive = sql.ordered_locks(
         (path_lock_key(workspace_id, node), mode) for node, mode in nodes.items()
     )
-    namespace = ADVISORY_LOCK_KEYS["file_claim_path"]
+    namespace = sql.ADVISORY_LOCK_KEYS["file_claim_path"]
     fetchall(sql.path_locks(namespace=namespace, keys=keys, exclusive=exclusive))
 
 

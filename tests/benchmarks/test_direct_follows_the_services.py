@@ -21,7 +21,7 @@ from rest_framework.settings import api_settings
 from benchmarks import environment
 from benchmarks.direct import DirectDriver, DirectTarget
 from benchmarks.workload import AgentPlan
-from coordination.db import rows
+from coordination.db import rows, sql
 from coordination.db.rows import dialect
 from coordination.models import AgentSession, ApiKey, Issue, Project, Workspace, hash_api_key
 from coordination.paths import lock_nodes
@@ -185,8 +185,8 @@ def test_the_target_carries_the_services_own_values(bench):
     assert target.page_size == api_settings.PAGE_SIZE == settings.REST_FRAMEWORK["PAGE_SIZE"]
     assert target.dialect == dialect()
     assert target.key_hash == hash_api_key(bench.raw_key)
-    assert target.advisory_namespace == locking.ADVISORY_LOCK_KEYS["file_claim_path"]
-    assert target.event_namespace == locking.ADVISORY_LOCK_KEYS["event_log"]
+    assert target.advisory_namespace == sql.ADVISORY_LOCK_KEYS["file_claim_path"]
+    assert target.event_namespace == sql.ADVISORY_LOCK_KEYS["event_log"]
     assert target.lock_keys == {
         node: locking.path_lock_key(bench.workspace.pk, node)
         for node in lock_nodes({*PATHS, TREE, UNDER_TREE})

@@ -20,8 +20,9 @@ import psycopg
 import pytest
 
 from benchmarks.server import Server
+from coordination.db.sql import ADVISORY_LOCK_KEYS
 from coordination.models import ClaimConflict, FileClaim, Issue
-from coordination.services.locking import ADVISORY_LOCK_KEYS, path_lock_key
+from coordination.services.locking import path_lock_key
 from tests.faults.client import Load, Outcome, call, wait_until
 from tests.faults.database import (
     admin_connection,

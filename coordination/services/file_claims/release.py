@@ -5,11 +5,11 @@ from typing import Any
 
 from coordination.db import sql
 from coordination.db.rows import dialect, fetchall
+from coordination.db.sql import ADVISORY_LOCK_KEYS
 from coordination.models import AgentSession, EventType, Issue, ReleaseReason, Workspace
 from coordination.paths import MAX_PATHS, checked_paths
 from coordination.selectors import lookups
 from coordination.services import events
-from coordination.services.locking import ADVISORY_LOCK_KEYS
 
 
 def release_claims(

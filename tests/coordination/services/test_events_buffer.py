@@ -6,9 +6,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from coordination.db.sql import ADVISORY_LOCK_KEYS
 from coordination.models import Event, EventType
 from coordination.services import events
-from coordination.services.locking import ADVISORY_LOCK_KEYS
 from tests.coordination.services.events_helpers import cursor, since, types_since
 
 pytestmark = pytest.mark.django_db

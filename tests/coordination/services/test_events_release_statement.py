@@ -10,9 +10,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from coordination.db.sql import ADVISORY_LOCK_KEYS
 from coordination.models import Event, ReleaseReason
 from coordination.services import events, file_claims
-from coordination.services.locking import ADVISORY_LOCK_KEYS
 from tests.coordination.services.events_helpers import cursor
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
