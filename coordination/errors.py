@@ -91,6 +91,19 @@ class StaleFence(Conflict):
     default_detail = "That fence is not the current holder's; nothing was changed."
 
 
+class ResourceBusy(Conflict):
+    """Not enough units free for the call, or earlier callers waiting for them (invariant
+    20 (resources are counted)); the body names the holders, ``available`` and ``waiting``."""
+
+    code = "resource_busy"
+    default_detail = "The resource has not enough free units for this call."
+
+
+class HoldNotHeld(Conflict):
+    code = "hold_not_held"
+    default_detail = "This session holds no unreleased units of the resource."
+
+
 class Blocked(Conflict):
     """The issue has an unresolved blocker (invariant 16 (the work graph)): not started, not moved
     to in_progress."""

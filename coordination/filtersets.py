@@ -22,6 +22,8 @@ from coordination.models import (
     IssueLease,
     Message,
     ReleaseReason,
+    Resource,
+    ResourceHold,
     Run,
     WipCapDenial,
 )
@@ -122,6 +124,26 @@ class LeaseFilter(filters.FilterSet):
 
     class Meta:
         model = IssueLease
+        fields: list[str] = []
+
+
+class ResourceFilter(filters.FilterSet):
+    name = filters.CharFilter()
+
+    class Meta:
+        model = Resource
+        fields: list[str] = []
+
+
+class ResourceHoldFilter(filters.FilterSet):
+    active = BooleanFilter(field_name="released_at", lookup_expr="isnull")
+    resource = filters.CharFilter(field_name="resource__name")
+    session = id_filter("session")
+    issue = id_filter("issue")
+    release_reason = filters.CharFilter()
+
+    class Meta:
+        model = ResourceHold
         fields: list[str] = []
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import gitops, worktree_hooks
+from projektor_agent import gitops, resources, worktree_hooks
 from projektor_agent.context import RunContext, Unit
 from projektor_agent.output import say, warn
 
@@ -46,6 +46,7 @@ def arm(context: RunContext, unit: Unit) -> None:
         "PROJEKTOR_FENCE": "" if unit.fence is None else str(unit.fence),
         "PROJEKTOR_RUN": str((unit.run or {}).get("id", "")),
         "PROJEKTOR_WORKTREE": str(workdir),  # the root the hook claims paths under
+        **resources.environment(unit.holds),  # the slots of what --hold holds for it
     }
     if unit.branch is not None and context.repo is not None:
         # The hook's fresh base: what a claimed path is compared with and rebased onto.

@@ -143,6 +143,21 @@ def add_run(one: argparse.ArgumentParser) -> None:
     one.add_argument(
         "--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (10)"
     )
+    one.add_argument(
+        "--hold",
+        action="append",
+        metavar="NAME[:UNITS]",
+        help="hold UNITS (1) of the resource NAME for each issue, from its start to its "
+        "hand-in or give-back; repeatable (taken in name order). The agent gets "
+        "PROJEKTOR_SLOTS_<NAME> (and PROJEKTOR_SLOTS, PROJEKTOR_SLOT with one --hold)",
+    )
+    one.add_argument(
+        "--hold-wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long each --hold waits for its units before the issue is given back (60)",
+    )
     one.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]")
 
 

@@ -36,6 +36,14 @@ class Client:
         or when the connection was refused (the request never left)."""
         return self.call("POST", path, body=body, **options)
 
+    def answer(
+        self, method: str, path: str, body: dict[str, Any] | None = None, **options: Any
+    ) -> tuple[int, Any]:
+        """The call's HTTP status beside its answer, where it tells something (201 a
+        hold acquired now, 200 one the session had already)."""
+        status, answer = self.call(method, path, body=body, with_status=True, **options)
+        return int(status), answer
+
     def call(
         self,
         method: str,
@@ -46,12 +54,14 @@ class Client:
         idempotent: bool = False,
         retry: bool = True,
         timeout: float = TIMEOUT_SECONDS,
+        with_status: bool = False,
     ) -> Any:
         url = self.url(path, query)
         delays = list(self.backoff) if retry else []
         while True:
             try:
-                return self.exchange(method, url, body, timeout)
+                status, answer = self.exchange(method, url, body, timeout)
+                return (status, answer) if with_status else answer
             except Unreachable as error:
                 never_sent = isinstance(error.__cause__, ConnectionRefusedError)
                 if not delays or not (idempotent or never_sent):
@@ -71,7 +81,9 @@ class Client:
 
     # --- one exchange ----------------------------------------------------------------
 
-    def exchange(self, method: str, url: str, body: dict[str, Any] | None, timeout: float) -> Any:
+    def exchange(
+        self, method: str, url: str, body: dict[str, Any] | None, timeout: float
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(url, data=data, method=method, headers=self.headers())
         retry_after: float | None = None
@@ -91,7 +103,7 @@ class Client:
             raise Unreachable(f"cannot reach {self.config.url}: {error}") from error
         parsed = decode(raw)
         if 200 <= status < 300:
-            return parsed
+            return status, parsed
         raise answer_error(status, parsed, method, url, retry_after)
 
     def headers(self) -> dict[str, str]:
@@ -176,12 +188,25 @@ def describe(body: Any, issue: Any = None) -> str:
     for blocker in body.get("blocked_by") or []:
         if isinstance(blocker, dict):
             extra.append(f"blocked by issue {blocker.get('id')} ({blocker.get('status')})")
+    for hold in body.get("holders") or []:  # a resource's (resource_busy)
+        if isinstance(hold, dict):
+            extra.append(hold_sentence(hold))
+    if "available" in body and "waiting" in body:
+        extra.append(f"{body['available']} available, {body['waiting']} waiting")
     return detail + ("" if not extra else " (" + "; ".join(extra) + ")")
 
 
 def holder_name(holder: dict[str, Any], issue: Any = None) -> str:
     name = f"agent {holder.get('agent') or '?'}, session {holder.get('session')}"
     return f"issue {issue} ({name})" if issue is not None else name
+
+
+def hold_sentence(hold: dict[str, Any]) -> str:
+    """A resource's holder: ``held by agent atlas for issue 12 (1 unit)``."""
+    units = hold.get("units")
+    issue = f" for issue {hold['issue']}" if hold.get("issue") is not None else ""
+    plural = "" if units == 1 else "s"
+    return f"held by agent {hold.get('agent') or '?'}{issue} ({units} unit{plural})"
 
 
 def conflict_sentence(conflict: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from projektor_agent.client import Client
 from projektor_agent.errors import UsageError
 from projektor_agent.output import say
+from projektor_agent.resources import Held, Wanted, wanted
 from projektor_agent.supervise import Child
 
 CATCH_UP_LIMIT = 1000
@@ -47,6 +48,8 @@ class Options:
     on_conflict: str  # wait | fail
     grace: float
     json: bool
+    holds: tuple[Wanted, ...] = ()  # --hold, in name order
+    hold_wait: float = 60.0  # --hold-wait
 
     @classmethod
     def parsed(cls, args: argparse.Namespace) -> Options:
@@ -64,6 +67,8 @@ class Options:
             on_conflict=args.on_conflict,
             grace=float(args.grace),
             json=bool(args.json),
+            holds=wanted(args.hold),
+            hold_wait=float(args.hold_wait),
         )
 
 
@@ -80,6 +85,7 @@ class Unit:
     base: str | None = None  # what the agent's commits are counted from
     branch: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    holds: list[Held] = field(default_factory=list)  # the resources held for it (--hold)
 
     @property
     def id(self) -> int:

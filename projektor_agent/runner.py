@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
-import shutil
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import commands, config, gitops
+from projektor_agent import commands, config, gitops, resources
 from projektor_agent.client import Client, for_issue
 from projektor_agent.context import (
     SKIPPED,
@@ -44,6 +42,7 @@ from projektor_agent.context import (
 )
 from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
 from projektor_agent.output import emit, say, warn
+from projektor_agent.supervise import resolved
 from projektor_agent.unit import UnitWork
 
 DEFAULT_TTL = 120.0
@@ -73,27 +72,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--integrate needs --worktrees DIR: it lands the issue's own branch")
     if args.scan < 0:
         raise UsageError(f"--scan is {args.scan:g}: give seconds, or 0 for no periodic scan")
-    command = resolved(command)  # before anything is taken: a typo takes no issue
+    if args.hold_wait < 0:
+        raise UsageError(f"--hold-wait is {args.hold_wait:g}: give seconds, or 0 for no wait")
+    # Before anything is taken: a typo takes no issue.
+    command = resolved(command, "the agent command", "nothing taken")
     return Runner(Options.parsed(args), Client(config.load()), command).main()
-
-
-def resolved(command: list[str]) -> list[str]:
-    """The agent command with its program checked: a path (made absolute, since the
-    agent may run in another directory, its worktree) to an executable file, or a name
-    found on PATH. A usage error naming it otherwise."""
-    program = command[0]
-    if "/" not in program and not (os.altsep and os.altsep in program):
-        if shutil.which(program) is None:
-            raise UsageError(f"the agent command {program!r} is not found on PATH: nothing taken")
-        return command
-    path = Path(program).expanduser().absolute()
-    if not path.is_file():
-        raise UsageError(f"the agent command {program!r} does not exist ({path}): nothing taken")
-    if not os.access(path, os.X_OK):
-        raise UsageError(
-            f"the agent command {program!r} is not executable (chmod +x {path}): nothing taken"
-        )
-    return [str(path), *command[1:]]
 
 
 def needs_files(issue: dict[str, Any]) -> bool:
@@ -128,6 +111,7 @@ class Runner:
 
     def main(self) -> int:
         self.agent = commands.agent_of(self.client)
+        resources.check(self.client, self.options.holds)  # a typo takes no issue either
         if self.options.worktrees:
             self.prepare_worktrees(Path(self.options.worktrees).expanduser())
         elif gitops.toplevel(Path.cwd()) is None:

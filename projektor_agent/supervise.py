@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from typing import Any
 
 from projektor_agent import gitops, lifeline
 from projektor_agent.client import Client
-from projektor_agent.errors import CommandError, Unreachable
+from projektor_agent.errors import CommandError, Unreachable, UsageError
 from projektor_agent.output import say, warn
 
 # Another session owns the work now (docs/agents.md, "The agent command"). ``released``
@@ -44,8 +45,10 @@ class Watch:
         ttl: float,
         on_lost: Callable[[str], None],
         workdir: Callable[[], Path | None] = lambda: None,
+        types: str = WATCHED_TYPES,
     ) -> None:
         self.client, self.session, self.ttl = client, session, ttl
+        self.types = types  # the events that may say the work is lost
         self.on_lost = on_lost
         self.workdir = workdir  # the worktree the agent works in, once there is one
         self.worktree_seen: str | None = None  # its state at the last look
@@ -138,7 +141,7 @@ class Watch:
     def events(self) -> None:
         query: dict[str, Any] = {
             "session": self.session,
-            "type": WATCHED_TYPES,
+            "type": self.types,
             "after": 0,
             "wait": EVENT_WAIT_SECONDS,
         }
@@ -166,7 +169,10 @@ def lost_because(event: dict[str, Any]) -> str | None:
     if reason not in LOST_REASONS:
         return None
     taker = actor_name(data.get("by") or {})
-    what = "lease" if event.get("type") == "lease.released" else "file claims"
+    what = {
+        "lease.released": "lease",
+        "resource.released": f"hold of {data.get('resource')}",
+    }.get(str(event.get("type")), "file claims")
     return f"its {what} went to another session: released {reason}" + (
         f" by {taker}" if taker else ""
     )
@@ -245,6 +251,24 @@ class Child:
     def _kill_if_alive(self) -> None:
         if self.process.poll() is None:
             self.send(signal.SIGKILL)
+
+
+def resolved(command: list[str], what: str, nothing: str) -> list[str]:
+    """``command`` with its program checked: a path (made absolute, since the command may
+    run in another directory, a worktree) to an executable file, or a name found on
+    PATH. A usage error naming it (``what``, then ``nothing``: what was not done)
+    otherwise."""
+    program = command[0]
+    if "/" not in program and not (os.altsep and os.altsep in program):
+        if shutil.which(program) is None:
+            raise UsageError(f"{what} {program!r} is not found on PATH: {nothing}")
+        return command
+    path = Path(program).expanduser().absolute()
+    if not path.is_file():
+        raise UsageError(f"{what} {program!r} does not exist ({path}): {nothing}")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"{what} {program!r} is not executable (chmod +x {path}): {nothing}")
+    return [str(path), *command[1:]]
 
 
 def exit_description(status: int) -> str:

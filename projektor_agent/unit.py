@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import checkout, gitops, handin, integrate, scan
+from projektor_agent import checkout, gitops, handin, integrate, resources, scan
 from projektor_agent.client import holder_name
 from projektor_agent.context import SKIPPED, Interrupted, RunContext, SetupError, Unit
 from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
@@ -20,6 +20,10 @@ BUSY_WAIT_TYPES = "run.finished,run.not_started,session.ended,lease.released"
 
 class Unresolved(Exception):
     """The server could not resolve the run's worktree: the lease is already released."""
+
+
+class Busy(Exception):
+    """A resource of --hold stayed busy for --hold-wait: the issue is given back."""
 
 
 class UnitWork:
@@ -46,6 +50,7 @@ class UnitWork:
             return self._work()
         finally:
             self.watch.close()
+            self.release_holds()  # done already, unless an error
             self.leave_worktree("the runner stopped")  # done already, unless an error
             checkout.disarm(self.unit)
             self.context.events.saw(self.watch.cursor)
@@ -53,11 +58,15 @@ class UnitWork:
     def _work(self) -> int:
         unit = self.unit
         try:
+            self.hold_resources()  # before the run: no worktree is locked while it waits
             unit.run = self.dispatch()
             self.resolve_workdir()
             if self.context.worktrees is None and unit.workdir is not None:
                 self.uncommitted_before = checkout.uncommitted(unit.workdir)
             checkout.arm(self.context, unit)  # the issue's text, the guard, the hooks, the env
+        except Busy as busy:
+            self.give_back(f"a resource it needs stayed busy: {busy}")
+            return REFUSED
         except Unresolved as unresolved:
             say(f"issue {unit.id}: the server could not resolve its worktree: {unresolved}")
             self.best_effort("move the issue back to todo", self.back_to_todo)
@@ -104,6 +113,32 @@ class UnitWork:
         return self.hand_in()
 
     # --- before the agent ------------------------------------------------------------------
+
+    def hold_resources(self) -> None:
+        """Each --hold acquired for the issue, in name order (so two runners never wait
+        on each other crosswise), each waiting up to --hold-wait; a signal ends a wait
+        at once (Interrupted)."""
+        unit, signals = self.unit, self.context.signals
+        for want in self.options.holds:
+            signals.check()
+            signals.waiting = True  # a long call, which a signal cuts short
+            try:
+                held = resources.acquire(
+                    self.client,
+                    want,
+                    session=unit.session,
+                    issue=unit.id,
+                    wait=self.options.hold_wait,
+                )
+            except Refused as refused:
+                if refused.code != resources.BUSY:
+                    raise
+                raise Busy(refused.message) from None
+            finally:
+                signals.waiting = False
+            unit.holds.append(held)
+            say(f"issue {unit.id}: holding {held.describe()}")
+        signals.check()
 
     def dispatch(self, primary_worktree: bool = False) -> dict[str, Any] | None:
         """A run for the issue; a busy worktree is waited for on events, then retried.
@@ -241,6 +276,7 @@ class UnitWork:
         if unit.run:
             self.best_effort("finish the run", self.finish_run, "succeeded")
         self.watch.close()  # finish_work ends the session: that end is not a loss
+        self.release_holds()  # after the verification and the landing, which may use them
         try:
             self.client.post(
                 "/work/finish/", {"session": unit.session, "issue": unit.id, "report": report}
@@ -351,8 +387,17 @@ class UnitWork:
             if refused.code != "lease_not_held":  # already released: nothing to do
                 raise
 
+    def release_holds(self) -> None:
+        """What --hold took for the unit, let go (idempotent: each hold once)."""
+        while self.unit.holds:
+            held = self.unit.holds.pop()
+            self.best_effort(
+                f"release {held.name}", resources.release, self.client, held, self.unit.session
+            )
+
     def end_session(self) -> None:
         self.watch.close()
+        self.release_holds()
         self.best_effort(
             "end the session",
             lambda: self.client.post(f"/sessions/{self.unit.session}/end/", idempotent=True),

@@ -52,6 +52,14 @@ IN_BODY_SESSION = Rule(Act.WORK, session="session")
 
 RULES: dict[tuple[str, str], Rule] = {
     # Sessions.
+    # Resources.
+    ("resource-list", "GET"): READ,
+    ("resource-list", "POST"): CONFIGURE,
+    ("resource-detail", "GET"): READ,
+    ("resource-detail", "PATCH"): CONFIGURE,
+    ("resource-acquire", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("resource-release", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("resource-hold-list", "GET"): READ,
     ("session-list", "GET"): READ,
     ("session-list", "POST"): Rule(Act.WORK, agent="agent"),
     ("session-detail", "GET"): READ,

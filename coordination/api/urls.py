@@ -8,6 +8,7 @@ from coordination.api import (
     keys,
     links,
     messages,
+    resources,
     runs,
     sessions,
     webhooks,
@@ -31,6 +32,8 @@ router.register("worktrees", runs.WorktreeViewSet, basename="worktree")
 router.register("runs", runs.RunViewSet, basename="run")
 router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="claim-conflict")
 router.register("messages", messages.MessageViewSet, basename="message")
+router.register("resources", resources.ResourceViewSet, basename="resource")
+router.register("resource-holds", resources.ResourceHoldViewSet, basename="resource-hold")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 router.register("keys", keys.KeyViewSet, basename="key")
 

@@ -15,6 +15,7 @@ from coordination.models.holdings import (
     WipCapDenial,
 )
 from coordination.models.links import ORDERED_TYPES, ExpectedPath, IssueLink, LinkType
+from coordination.models.resources import Resource, ResourceHold, ResourceWait
 from coordination.models.runs import (
     Run,
     RunQuerySet,
@@ -64,6 +65,9 @@ __all__ = [
     "Message",
     "Project",
     "ReleaseReason",
+    "Resource",
+    "ResourceHold",
+    "ResourceWait",
     "Run",
     "RunQuerySet",
     "Webhook",

@@ -30,6 +30,9 @@ class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_NOT_STARTED = "run.not_started"
     MESSAGE_POSTED = "message.posted"
+    RESOURCE_ACQUIRED = "resource.acquired"
+    RESOURCE_RELEASED = "resource.released"
+    RESOURCE_REFUSED = "resource.refused"
 
 
 def reference(model: type[models.Model]) -> Any:

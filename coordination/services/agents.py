@@ -14,7 +14,7 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import sessions, shown_session
-from coordination.services import access, events, file_claims, leases, runs
+from coordination.services import access, events, file_claims, leases, resources, runs
 from coordination.services.projects import reference_in
 
 
@@ -102,5 +102,6 @@ def end_session(*, workspace: Workspace, session_id: int, handed_in: bool = Fals
             leases.release_session_leases(session=session, reason=ReleaseReason.AGENT_ENDED)
             file_claims.release_session_claims(session=session, reason=ReleaseReason.AGENT_ENDED)
             runs.end_session_runs(session=session, reason=ReleaseReason.AGENT_ENDED)
+            resources.release_session_holds(session=session, reason=ReleaseReason.AGENT_ENDED)
             events.session_event(session, EventType.SESSION_ENDED)
     return sessions(workspace).get(pk=session_id)

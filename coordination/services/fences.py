@@ -31,7 +31,7 @@ from typing import Protocol
 from coordination.db import sql
 from coordination.db.rows import dialect, fetchone
 from coordination.errors import StaleFence
-from coordination.models import IssueLease, Run, WorktreeLock
+from coordination.models import IssueLease, ResourceHold, Run, WorktreeLock
 from coordination.services.locking import share_lease_fence
 
 
@@ -117,6 +117,30 @@ class LockFence:
         return stale(
             f"Fence {fence} is not the fence of an unreleased worktree lock of run "
             f"{self.run_id}{now}; nothing was changed.",
+            fence=fence,
+            current=current,
+        )
+
+
+@dataclass(frozen=True)
+class HoldFence:
+    """The fence of a session's unreleased hold of a resource (invariant 20 (resources are
+    counted))."""
+
+    resource_id: int
+    session_id: int
+
+    def current(self, *, share: bool = False) -> int | None:
+        unreleased = ResourceHold.objects.unreleased().filter(
+            resource_id=self.resource_id, session_id=self.session_id
+        )
+        return unreleased.values_list("fence", flat=True).first()
+
+    def stale(self, fence: int) -> StaleFence:
+        current = self.current()
+        return stale(
+            f"Fence {fence} is not the fence of the session's hold of the resource (it is "
+            f"{current}); nothing was changed.",
             fence=fence,
             current=current,
         )

@@ -46,6 +46,10 @@ run dispatch                  lease claim (its own transaction) → worktree row
 (``runs.dispatch_run``)       KEY UPDATE`` → worktree-lock row
 finish_run / operator force   run row → worktree-lock row
 heartbeat                     the session row only
+resource acquire / release    resource row ``FOR NO KEY UPDATE`` (one grant at a time
+(``resources``)               per resource) → its hold rows; a release or an end:
+                              the hold rows alone (a grant that waits on them holds
+                              only the resource row)
 ============================  =====================================================
 
 Why no cycle can form:

@@ -114,6 +114,26 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
         "missing": {**STRINGS, "description": "What the move lacks: ready fields, `report`."},
     },
     "stale_fence": {"fence": {"type": "integer"}, "current_fence": NULLABLE_INT},
+    "resource_busy": {
+        "resource": {"type": "string"},
+        "holders": {
+            "type": "array",
+            "description": "The resource's live holds.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "hold": {"type": "integer"},
+                    "session": NULLABLE_INT,
+                    "agent": NULLABLE_STR,
+                    "issue": NULLABLE_INT,
+                    "units": {"type": "integer"},
+                    "slots": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        },
+        "available": {"type": "integer", "description": "Units free now."},
+        "waiting": {"type": "integer", "description": "Calls waiting in line now."},
+    },
     "worktree_unresolved": {"run": {"type": "integer", "description": "This run, `skipped`."}},
     "blocked": {
         "blocked_by": {
@@ -243,6 +263,37 @@ STALE_FENCE = refusal(
     "lease was lost; nothing was changed.",
     fence=3,
     current_fence=4,
+)
+STALE_HOLD_FENCE = refusal(
+    e.StaleFence,
+    "`fence` is not the fence of the session's unreleased hold of the resource; nothing was "
+    "changed",
+    "Fence 3 is not the fence of the session's hold of the resource (it is None); nothing "
+    "was changed.",
+    variant="hold",
+    fence=3,
+    current_fence=None,
+)
+RESOURCE_NOT_FOUND = refusal(
+    e.NotFound, "no resource of this workspace has that name", "Resource 'db:test' does not exist."
+)
+RESOURCE_BUSY = refusal(
+    e.ResourceBusy,
+    "not enough units free for the call, or earlier calls waiting for them (invariant 20); "
+    "`holders` lists the live holds, `available` and `waiting` are the resource's",
+    "Resource 'db:test' has 0 of 2 units free for 1; held by coder-1 (1), coder-2 (1).",
+    resource="db:test",
+    holders=[
+        {"hold": 4, "session": 12, "agent": "coder-1", "issue": 7, "units": 1, "slots": [0]},
+        {"hold": 5, "session": 13, "agent": "coder-2", "issue": 8, "units": 1, "slots": [1]},
+    ],
+    available=0,
+    waiting=0,
+)
+HOLD_NOT_HELD = refusal(
+    e.HoldNotHeld,
+    "this session holds no unreleased units of the resource",
+    "Session 12 holds no units of 'db:test'.",
 )
 STALE_LOCK_FENCE = refusal(
     e.StaleFence,

@@ -39,6 +39,15 @@ class FenceField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """Only JSON integers: ``"3"``, ``3.0`` or ``true`` are type errors, not numbers."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """Only JSON true/false: ``"yes"`` or ``1`` are type errors, not booleans."""
 

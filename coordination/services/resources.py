@@ -1,0 +1,428 @@
+"""Resources: counted holds on what is not a file (invariant 20 (resources are counted)).
+
+A hold lives exactly as a lease does: live while it is unreleased and its session is
+live (invariant 1 (liveness)), so a dead session's units are available at once and
+the next acquirer that needs its slots takes them back ``expired`` in its own call
+(invariant 4 (stale reclaim): no sweeper). Every grant is made under the resource's
+row lock (PostgreSQL; on SQLite every write transaction is already alone), so what
+is in use is read and the new hold written as one step: never more units in live
+holds than the capacity, never one slot in two live holds.
+
+Waiting, in order: a call with ``wait`` puts a row in the resource's line
+(``ResourceWait``, committed at once so every app process sees it) and is served
+only when no live call ahead of it waits; a call without ``wait`` is served only when
+nobody waits. A waiter sleeps between looks holding no connection, woken by any
+commit of this process that wrote events (``feed.wakeups``) and otherwise looking
+again every ``LOOK_SECONDS``; only the head of the line takes the lock to try.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, Q
+
+from coordination import feed
+from coordination.errors import (
+    HoldNotHeld,
+    InvalidInput,
+    NotFound,
+    ResourceBusy,
+    SessionNotLive,
+)
+from coordination.liveness import DbNow, live_q
+from coordination.models import (
+    AgentSession,
+    EventType,
+    ReleaseReason,
+    Resource,
+    ResourceHold,
+    ResourceWait,
+    Workspace,
+)
+from coordination.models.resources import MAX_CAPACITY, NAME_PATTERN
+from coordination.selectors import lookups
+from coordination.selectors.sessions import is_live
+from coordination.services import events, fences
+
+MAX_WAIT_SECONDS = 60
+LOOK_SECONDS = 0.25  # a waiter's look when no commit of this process woke it
+NAME_HINT = "1 to 64 of a-z, 0-9 and . _ : -, starting with a letter or a digit"
+
+
+# --- the resource itself --------------------------------------------------------------------
+
+
+def create_resource(
+    *, workspace: Workspace, name: str, capacity: int = 1, description: str = ""
+) -> Resource:
+    check_name(name)
+    check_capacity(capacity)
+    try:
+        with transaction.atomic():
+            return Resource.objects.create(
+                workspace=workspace, name=name, capacity=capacity, description=description
+            )
+    except IntegrityError:
+        raise InvalidInput(f"A resource named {name!r} exists already.", field="name") from None
+
+
+def update_resource(
+    *,
+    workspace: Workspace,
+    name: str,
+    capacity: int | None = None,
+    description: str | None = None,
+) -> Resource:
+    """A new capacity counts from the next grant: lowered below what is held, the live
+    holds keep their units and nothing is granted until they fit again."""
+    changes: dict[str, Any] = {}
+    if capacity is not None:
+        check_capacity(capacity)
+        changes["capacity"] = capacity
+    if description is not None:
+        changes["description"] = description
+    resource = get_resource(workspace, name)
+    if changes:
+        Resource.objects.filter(pk=resource.pk).update(**changes)
+        feed.wakeups.wake()  # a raised capacity may serve this process's waiters
+    return get_resource(workspace, name)
+
+
+def get_resource(workspace: Workspace, name: str) -> Resource:
+    resource = Resource.objects.filter(workspace=workspace, name=name).first()
+    if resource is None:
+        raise NotFound(f"Resource {name!r} does not exist.")
+    return resource
+
+
+def check_name(name: str) -> None:
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise InvalidInput(f"A resource's name is {NAME_HINT}.", field="name")
+
+
+def check_capacity(capacity: int) -> None:
+    if not 1 <= capacity <= MAX_CAPACITY:
+        raise InvalidInput(f"capacity is 1 to {MAX_CAPACITY}.", field="capacity")
+
+
+# --- what a call sees ------------------------------------------------------------------------
+
+
+def live_holds(resource: Resource) -> list[ResourceHold]:
+    return list(
+        ResourceHold.objects.live()
+        .filter(resource=resource)
+        .select_related("agent")
+        .order_by("acquired_at", "pk")
+    )
+
+
+def live_waits(resource: Resource) -> Any:
+    """The line: calls waiting now, first come first."""
+    return (
+        ResourceWait.objects.filter(resource=resource, deadline__gt=DbNow())
+        .filter(live_q("session__"))
+        .order_by("pk")
+    )
+
+
+def hold_summary(hold: ResourceHold) -> dict[str, Any]:
+    """A holder as a refusal names it (and its event records it)."""
+    return {
+        "hold": hold.pk,
+        "session": hold.session_id,
+        "agent": hold.agent.name if hold.agent is not None else None,
+        "issue": hold.issue_id,
+        "units": hold.units,
+        "slots": list(hold.slots),
+    }
+
+
+@dataclass
+class Refusal:
+    """Why a call got nothing: the resource as it stood."""
+
+    resource: Resource
+    holders: list[ResourceHold]
+    available: int
+    waiting: int
+
+    def error(self, units: int) -> ResourceBusy:
+        names = ", ".join(
+            f"{hold.agent.name if hold.agent else 'a session'} ({hold.units})"
+            for hold in self.holders
+        )
+        detail = (
+            f"Resource {self.resource.name!r} has {self.available} of {self.resource.capacity} "
+            f"units free for {units}"
+            + (f"; {self.waiting} waiting before this call" if self.waiting else "")
+            + (f"; held by {names}." if names else ".")
+        )
+        return ResourceBusy(
+            detail,
+            resource=self.resource.name,
+            holders=[hold_summary(hold) for hold in self.holders],
+            available=self.available,
+            waiting=self.waiting,
+        )
+
+
+@dataclass
+class Granted:
+    hold: ResourceHold
+    created: bool
+    taken_back: list[ResourceHold] = field(default_factory=list)
+
+
+# --- acquire -----------------------------------------------------------------------------------
+
+
+def acquire(
+    *,
+    workspace: Workspace,
+    name: str,
+    session_id: int,
+    units: int = 1,
+    issue_id: int | None = None,
+    wait: float = 0,
+) -> Granted:
+    """Take ``units`` of the resource for a live session, waiting up to ``wait`` seconds
+    in the resource's line. The session's unreleased hold of it, if it has one, comes back
+    unchanged (``created`` false). Raises ``ResourceBusy`` when refused, having recorded
+    ``resource.refused`` (one per call)."""
+    resource = get_resource(workspace, name)
+    if not 1 <= units <= resource.capacity:
+        raise InvalidInput(f"units is 1 to the capacity, {resource.capacity}.", field="units")
+    if not 0 <= wait <= MAX_WAIT_SECONDS:
+        raise InvalidInput(f"wait is 0 to {MAX_WAIT_SECONDS} seconds.", field="wait")
+    session = lookups.get_session(workspace, session_id)
+    issue = lookups.get_issue(workspace, issue_id) if issue_id is not None else None
+    outcome = attempt(resource, session, units=units, issue_id=issue_id, line=None)
+    if isinstance(outcome, Refusal) and wait > 0:
+        outcome = wait_in_line(resource, session, units=units, issue_id=issue_id, wait=wait)
+    if isinstance(outcome, Refusal):
+        refused(outcome, session, units=units, issue_id=issue.pk if issue else None)
+        raise outcome.error(units)
+    return outcome
+
+
+def attempt(
+    resource: Resource,
+    session: AgentSession,
+    *,
+    units: int,
+    issue_id: int | None,
+    line: int | None,
+) -> Granted | Refusal:
+    """One try, in its own transaction, under the resource's lock. ``line``: the id of
+    this call's row in the line (only the calls ahead of it hold it back)."""
+    with events.change():
+        locked = Resource.objects.select_for_update(no_key=True).get(pk=resource.pk)
+        if not is_live(session):
+            raise SessionNotLive(f"Session {session.pk} is not live.")
+        mine = (
+            ResourceHold.objects.unreleased()
+            .filter(resource=locked, session=session)
+            .select_related("agent")
+            .first()
+        )
+        if mine is not None:
+            return Granted(hold=mine, created=False)
+        holds = list(
+            ResourceHold.objects.unreleased()
+            .filter(resource=locked)
+            .with_live()
+            .select_related("agent")
+            .order_by("acquired_at", "pk")
+        )
+        live = [hold for hold in holds if hold.is_live]
+        in_use = sum(hold.units for hold in live)
+        available = max(0, locked.capacity - in_use)
+        others_waiting = live_waits(locked).exclude(session=session)
+        ahead = others_waiting.filter(pk__lt=line) if line is not None else others_waiting
+        if ahead.exists() or units > available:
+            return Refusal(locked, live, available, waiting=live_waits(locked).count())
+        taken = {slot for hold in live for slot in hold.slots}
+        slots = [slot for slot in range(locked.capacity) if slot not in taken][:units]
+        in_the_way = [hold for hold in holds if not hold.is_live and set(hold.slots) & set(slots)]
+        taken_back = take_back(in_the_way, by=session)
+        if line is not None:
+            ResourceWait.objects.filter(pk=line).delete()
+        newest = ResourceHold.objects.filter(resource=locked).aggregate(top=Max("fence"))["top"]
+        hold = ResourceHold.objects.create(
+            workspace_id=locked.workspace_id,
+            resource=locked,
+            session=session,
+            agent_id=session.agent_id,
+            issue_id=issue_id,
+            units=units,
+            slots=slots,
+            fence=(newest or 0) + 1,
+        )
+        hold.agent = session.agent
+        resource_event(hold, EventType.RESOURCE_ACQUIRED, {"units": units, "slots": slots})
+        return Granted(hold=fresh(hold), created=True, taken_back=taken_back)
+
+
+def wait_in_line(
+    resource: Resource, session: AgentSession, *, units: int, issue_id: int | None, wait: float
+) -> Granted | Refusal:
+    """Join the line and wait for this call's turn and its units, up to ``wait`` seconds;
+    the row leaves the line whatever the outcome."""
+    end = time.monotonic() + wait
+    line = ResourceWait.objects.create(
+        workspace_id=resource.workspace_id,
+        resource=resource,
+        session=session,
+        units=units,
+        deadline=DbNow() + timedelta(seconds=wait + 1),
+    ).pk
+    try:
+        while True:
+            seen = feed.wakeups.generation()  # before the look: a commit after it wakes us
+            if at_the_head(resource, line, session) and could_fit(resource, units):
+                outcome = attempt(resource, session, units=units, issue_id=issue_id, line=line)
+                if isinstance(outcome, Granted):
+                    return outcome
+            elif not AgentSession.objects.filter(live_q(), pk=session.pk).exists():
+                raise SessionNotLive(f"Session {session.pk} stopped being live while it waited.")
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return attempt(resource, session, units=units, issue_id=issue_id, line=line)
+            feed.release_connection()
+            feed.wakeups.wait(seen, timeout=min(remaining, LOOK_SECONDS))
+    finally:
+        ResourceWait.objects.filter(pk=line).delete()
+
+
+def at_the_head(resource: Resource, line: int, session: AgentSession) -> bool:
+    """No live call of another session waits ahead of this one (a cheap look, no lock)."""
+    return not live_waits(resource).exclude(session=session).filter(pk__lt=line).exists()
+
+
+def could_fit(resource: Resource, units: int) -> bool:
+    capacity = Resource.objects.filter(pk=resource.pk).values_list("capacity", flat=True).first()
+    held = sum(
+        ResourceHold.objects.live().filter(resource=resource).values_list("units", flat=True)
+    )
+    return capacity is not None and held + units <= capacity
+
+
+def refused(refusal: Refusal, session: AgentSession, *, units: int, issue_id: int | None) -> None:
+    """The one ``resource.refused`` of a call that got nothing."""
+    with events.change():
+        events.record(
+            refusal.resource.workspace_id,
+            EventType.RESOURCE_REFUSED,
+            issue_id=issue_id,
+            session_id=session.pk,
+            agent_id=session.agent_id,
+            data={
+                "resource": refusal.resource.name,
+                "units": units,
+                "available": refusal.available,
+                "waiting": refusal.waiting,
+                "holders": [hold_summary(hold) for hold in refusal.holders],
+            },
+        )
+
+
+# --- release -----------------------------------------------------------------------------------
+
+
+def release(
+    *, workspace: Workspace, name: str, session_id: int, fence: int | None = None
+) -> ResourceHold:
+    """Release the session's unreleased hold of the resource as ``released``; with
+    ``fence``, only if it is that hold's (``stale_fence`` otherwise)."""
+    resource = get_resource(workspace, name)
+    session = lookups.get_session(workspace, session_id)
+    with events.change():
+        hold = (
+            ResourceHold.objects.unreleased()
+            .select_for_update(no_key=True)
+            .filter(resource=resource, session=session)
+            .first()
+        )
+        if hold is None:
+            raise HoldNotHeld(f"Session {session.pk} holds no units of {name!r}.")
+        fences.check(fences.HoldFence(resource.pk, session.pk), fence)
+        end_holds([hold], reason=ReleaseReason.RELEASED)
+    return fresh(hold)
+
+
+def release_session_holds(*, session: AgentSession, reason: str) -> None:
+    """Every unreleased hold of the session (an end: ``agent_ended``). Inside a change."""
+    holds = list(
+        ResourceHold.objects.unreleased()
+        .select_for_update(no_key=True)
+        .filter(session=session)
+        .order_by("resource_id")
+    )
+    end_holds(holds, reason=reason)
+
+
+def force_release(*, hold: ResourceHold, operator: str) -> bool:
+    """An operator's release (the admin): ``released``, the person named in the event."""
+    with events.change():
+        locked = (
+            ResourceHold.objects.unreleased().select_for_update(no_key=True).filter(pk=hold.pk)
+        ).first()
+        if locked is None:
+            return False
+        end_holds([locked], reason=ReleaseReason.RELEASED, extra={"operator": operator})
+    return True
+
+
+def take_back(holds: list[ResourceHold], *, by: AgentSession) -> list[ResourceHold]:
+    """Dead holders' holds in a grant's way, released ``expired`` (compare-and-set: a
+    holder revived meanwhile keeps its hold)."""
+    if not holds:
+        return []
+    dead = ~live_q("session__") | Q(session__isnull=True)
+    ids = list(
+        ResourceHold.objects.unreleased()
+        .filter(dead, pk__in=[hold.pk for hold in holds])
+        .values_list("pk", flat=True)
+    )
+    taken = [hold for hold in holds if hold.pk in ids]
+    by_whom = events.holder(by.pk, by.agent.name if by.agent_id else None)
+    end_holds(taken, reason=ReleaseReason.EXPIRED, extra={"by": by_whom})
+    return taken
+
+
+def end_holds(
+    holds: list[ResourceHold], *, reason: str, extra: dict[str, Any] | None = None
+) -> None:
+    if not holds:
+        return
+    ResourceHold.objects.filter(pk__in=[hold.pk for hold in holds]).update(
+        released_at=DbNow(), release_reason=reason
+    )
+    for hold in holds:
+        resource_event(hold, EventType.RESOURCE_RELEASED, {"reason": reason, **(extra or {})})
+    if connection.in_atomic_block:
+        transaction.on_commit(feed.wakeups.wake)
+
+
+def resource_event(hold: ResourceHold, type: str, data: dict[str, Any]) -> None:
+    name = Resource.objects.filter(pk=hold.resource_id).values_list("name", flat=True).get()
+    events.record(
+        hold.workspace_id,
+        type,
+        issue_id=hold.issue_id,
+        session_id=hold.session_id,
+        agent_id=hold.agent_id,
+        data={"resource": name, "hold": hold.pk, "fence": hold.fence, **data},
+    )
+
+
+def fresh(hold: ResourceHold) -> ResourceHold:
+    """The hold as the API shows it: ``is_live`` and its resource's name at hand."""
+    return ResourceHold.objects.with_live().select_related("resource", "agent").get(pk=hold.pk)
