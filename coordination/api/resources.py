@@ -31,7 +31,12 @@ NAME_REGEX = r"[a-z0-9][a-z0-9._:-]{0,63}"
         description="By name, each with what is in use (live holds only: a dead session's "
         "units are available at once), its live holders and the calls waiting for it.",
     ),
-    retrieve=extend_schema(summary="Get a resource"),
+    retrieve=extend_schema(
+        summary="Get a resource",
+        description="Its capacity, what is in use (live holds only), its live holders, "
+        "and how many calls wait for it now.",
+        responses={200: ResourceSerializer, **r.errors(r.RESOURCE_NOT_FOUND)},
+    ),
 )
 class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     selector = selected.resources
@@ -39,6 +44,7 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     serializer_class = ResourceSerializer
     filterset_class = ResourceFilter
     lookup_field = "name"
+    lookup_url_kwarg = "pk"  # as every route's: the URL's one id, here the name
     lookup_value_regex = NAME_REGEX
 
     def shown(self, resource: Resource) -> dict[str, object]:
@@ -63,9 +69,9 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         request=ResourceChangeInput,
         responses={200: ResourceSerializer, **r.errors(r.RESOURCE_NOT_FOUND)},
     )
-    def partial_update(self, request: Request, name: str) -> Response:
+    def partial_update(self, request: Request, pk: str) -> Response:
         data = parse(ResourceChangeInput, request)
-        resource = resources.update_resource(workspace=self.workspace, name=name, **data)
+        resource = resources.update_resource(workspace=self.workspace, name=pk, **data)
         return Response(self.shown(resource))
 
     @extend_schema(
@@ -84,11 +90,11 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         },
     )
     @action(detail=True, methods=["post"])
-    def acquire(self, request: Request, name: str) -> Response:
+    def acquire(self, request: Request, pk: str) -> Response:
         data = parse(AcquireInput, request)
         granted = resources.acquire(
             workspace=self.workspace,
-            name=name,
+            name=pk,
             session_id=data["session"],
             units=data["units"],
             issue_id=data.get("issue"),
@@ -107,11 +113,11 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         },
     )
     @action(detail=True, methods=["post"])
-    def release(self, request: Request, name: str) -> Response:
+    def release(self, request: Request, pk: str) -> Response:
         data = parse(HoldReleaseInput, request)
         hold = resources.release(
             workspace=self.workspace,
-            name=name,
+            name=pk,
             session_id=data["session"],
             fence=data.get("fence"),
         )

@@ -97,7 +97,7 @@ def update_resource(
 def get_resource(workspace: Workspace, name: str) -> Resource:
     resource = Resource.objects.filter(workspace=workspace, name=name).first()
     if resource is None:
-        raise NotFound(f"Resource {name!r} does not exist.")
+        raise NotFound("No resource of this workspace has that name.")
     return resource
 
 

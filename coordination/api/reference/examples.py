@@ -188,6 +188,31 @@ WIP_CAP_DENIAL = {
     "limit": 3,
     "occurred_at": at("09:20:03"),
 }
+HOLD = {
+    "id": 52,
+    "resource": "db:test",
+    "session": SESSION_ID,
+    "agent": "coder-1",
+    "issue": ISSUE_ID,
+    "units": 1,
+    "slots": [0],
+    "acquired_at": at("09:14:03"),
+    "released_at": None,
+    "release_reason": None,
+    "live": True,
+    "fence": 9,
+}
+RELEASED_HOLD = {**HOLD, "released_at": at("09:20:40"), "release_reason": "released", "live": False}
+RESOURCE = {
+    "id": 3,
+    "name": "db:test",
+    "capacity": 2,
+    "description": "The test databases test_0 and test_1: use test_<slot>.",
+    "in_use": 1,
+    "available": 1,
+    "waiting": 0,
+    "holders": [HOLD],
+}
 MESSAGE = {
     "id": 40,
     "scope": f"issue:{ISSUE_ID}",

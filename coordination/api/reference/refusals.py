@@ -275,7 +275,9 @@ STALE_HOLD_FENCE = refusal(
     current_fence=None,
 )
 RESOURCE_NOT_FOUND = refusal(
-    e.NotFound, "no resource of this workspace has that name", "Resource 'db:test' does not exist."
+    e.NotFound,
+    "no resource of this workspace has that name",
+    "No resource of this workspace has that name.",
 )
 RESOURCE_BUSY = refusal(
     e.ResourceBusy,

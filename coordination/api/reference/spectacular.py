@@ -127,6 +127,12 @@ SPECTACULAR_SETTINGS = {
             "each other, and what Projektor tells them (a forced claim, a report).",
         },
         {
+            "name": "Resources",
+            "description": "Counted holds on what no path names (a test database, a pool "
+            "of ports, the migration head): units with slot numbers, live as a lease is, "
+            "waited for in order of arrival (invariant 20).",
+        },
+        {
             "name": "Events",
             "description": "The log of everything that happened, in commit order: read it by "
             "cursor (`after`, then each answer's `next`), wait for what comes next (`wait`), "

@@ -1,7 +1,9 @@
 """Resources and their holds (docs/api.md, "Resources")."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from coordination.api.reference import examples as x
 from coordination.api.serializers.fields import (
     FenceField,
     IdField,
@@ -15,6 +17,14 @@ from coordination.selectors import resources as selected
 from coordination.services.resources import MAX_WAIT_SECONDS
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent(
+            "two test databases",
+            {"name": "db:test", "capacity": 2, "description": "test_0 and test_1"},
+        )
+    ]
+)
 class ResourceInput(serializers.Serializer):
     # The name's pattern and the capacity's range are the service's, for every caller.
     name = StrictCharField(max_length=200, help_text="`^[a-z0-9][a-z0-9._:-]{0,63}$`")
@@ -26,6 +36,7 @@ class ResourceInput(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=[x.sent("a third database", {"capacity": 3})])
 class ResourceChangeInput(serializers.Serializer):
     capacity = StrictIntegerField(required=False, help_text=f"Units, 1 to {MAX_CAPACITY}.")
     description = StrictCharField(
@@ -33,6 +44,14 @@ class ResourceChangeInput(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(
+    examples=[
+        x.sent(
+            "one unit, waiting up to 30 s",
+            {"session": x.SESSION_ID, "units": 1, "issue": x.ISSUE_ID, "wait": 30},
+        )
+    ]
+)
 class AcquireInput(serializers.Serializer):
     session = IdField(help_text="The acquiring session: live, of this workspace.")
     units = StrictIntegerField(
@@ -48,11 +67,15 @@ class AcquireInput(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=[x.sent("fenced", {"session": x.SESSION_ID, "fence": 9})])
 class HoldReleaseInput(serializers.Serializer):
     session = IdField(help_text="The holding session.")
     fence = FenceField(help_text="The hold's fence: release only while it is current.")
 
 
+@extend_schema_serializer(
+    examples=[x.shown("a live hold", x.HOLD), x.shown("a released hold", x.RELEASED_HOLD)]
+)
 class HoldSerializer(serializers.ModelSerializer):
     resource = serializers.CharField(source="resource.name", read_only=True)
     agent = serializers.CharField(source="agent.name", read_only=True, allow_null=True)
@@ -79,6 +102,7 @@ class HoldSerializer(serializers.ModelSerializer):
         ]
 
 
+@extend_schema_serializer(examples=[x.shown("one of two in use", x.RESOURCE)])
 class ResourceSerializer(serializers.ModelSerializer):
     in_use = serializers.SerializerMethodField()
     available = serializers.SerializerMethodField()

@@ -17,6 +17,7 @@ from coordination.services import (
     keys,
     leases,
     messages,
+    resources,
     runs,
     webhooks,
     workflow,
@@ -98,6 +99,10 @@ def build_world(workspace: Workspace) -> World:
         )
         spare, _ = ApiKey.issue(workspace, f"spare of {name}")
         sides[name] = Side(session.pk, held.pk, run.pk, spare.pk, name, path)
+    for name in (RESOURCE, HELD_RESOURCE):
+        resources.create_resource(workspace=workspace, name=name, capacity=10)
+    for side in sides.values():
+        resources.acquire(workspace=workspace, name=HELD_RESOURCE, session_id=side.session)
     free = issue("free issue")
     hook = webhooks.create_webhook(workspace=workspace, url="http://93.184.216.34/hook")
     webhooks.enqueue(hook.pk)
@@ -135,7 +140,7 @@ def build_world(workspace: Workspace) -> World:
 
 @dataclass(frozen=True)
 class Call:
-    pk: int | None = None
+    pk: int | str | None = None  # a resource's URL names it
     body: dict[str, Any] | None = None
     link: int | None = None  # a second id in the path
 
@@ -211,7 +216,18 @@ CALLS: dict[tuple[str, str], Callable[[World, Side], Call]] = {
     ("key-list", "GET"): lambda w, s: Call(),
     ("key-list", "POST"): lambda w, s: Call(body={"name": "new", "kind": "read"}),
     ("key-revoke", "POST"): lambda w, s: Call(s.key, {}),
+    ("resource-list", "GET"): lambda w, s: Call(),
+    ("resource-list", "POST"): lambda w, s: Call(body={"name": "ports", "capacity": 8}),
+    ("resource-detail", "GET"): lambda w, s: Call(RESOURCE),
+    ("resource-detail", "PATCH"): lambda w, s: Call(RESOURCE, {"capacity": 12}),
+    ("resource-acquire", "POST"): lambda w, s: Call(RESOURCE, {"session": s.session}),
+    ("resource-release", "POST"): lambda w, s: Call(HELD_RESOURCE, {"session": s.session}),
+    ("resource-hold-list", "GET"): lambda w, s: Call(),
 }
+
+
+RESOURCE = "db:test"
+HELD_RESOURCE = "db:held"  # each side's session holds a unit of it
 
 
 def lease_of(issue: int) -> int:
@@ -243,6 +259,13 @@ def fleet_only(status: int) -> tuple[int, ...]:
 
 # (route name, method) -> the status of each of PERSONAS.
 EXPECTED: dict[tuple[str, str], tuple[int, ...]] = {
+    ("resource-list", "GET"): everyone(OK),
+    ("resource-list", "POST"): fleet_only(CREATED),
+    ("resource-detail", "GET"): everyone(OK),
+    ("resource-detail", "PATCH"): fleet_only(OK),
+    ("resource-acquire", "POST"): as_an_agent(CREATED),
+    ("resource-release", "POST"): as_an_agent(OK),
+    ("resource-hold-list", "GET"): everyone(OK),
     ("session-list", "GET"): everyone(OK),
     ("session-list", "POST"): as_an_agent(CREATED),
     ("session-detail", "GET"): everyone(OK),

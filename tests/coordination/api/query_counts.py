@@ -48,8 +48,9 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # Sessions.
     "POST /sessions/": 12,
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
-    # The released leases name their projects from the UPDATE (no lookup after it).
-    "POST /sessions/{id}/end/": 13,
+    # The released leases name their projects from the UPDATE (no lookup after it);
+    # + the session's resource holds (none here).
+    "POST /sessions/{id}/end/": 14,
     # Leases.
     # SQL, as the file claims: the project's lock (found from the issue), the issue's
     # share with the session, the insert that returns the lease, its event. + 1, the
@@ -85,7 +86,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # block of its own (it returns a WIP refusal, which start_work logs after its rollback).
     "POST /work/start/": {"sqlite": 36, "postgresql": 38},  # the lease claim's, above
     # + the issue's links and expected paths, for the issue it shows.
-    "POST /work/finish/": 37,  # the release's project
+    "POST /work/finish/": 38,  # the release's project; the end's resource holds
     # Messages, runs.
     "POST /messages/": 9,
     "POST /runs/": {"sqlite": 16, "postgresql": 17},  # the lease claim's, above

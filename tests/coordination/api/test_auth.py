@@ -23,6 +23,7 @@ from coordination.services import (
     keys,
     leases,
     messages,
+    resources,
     runs,
     webhooks,
     worktrees,
@@ -113,6 +114,8 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
     lease = IssueLease.objects.get(issue=first, released_at__isnull=True)
     hook = webhooks.create_webhook(workspace=workspace, url=f"http://93.184.216.34/{MARK}")
     webhooks.enqueue(hook.pk)  # a delivery of each event so far
+    resources.create_resource(workspace=workspace, name=f"{MARK}-db", capacity=2)
+    resources.acquire(workspace=workspace, name=f"{MARK}-db", session_id=session.pk)
     agent_key, _ = keys.mint_key(
         workspace=workspace, name=f"{MARK} key", kind="agent", agent_name=f"{MARK}-agent"
     )
@@ -125,6 +128,7 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
         "leases": lease.pk,
         "runs": run.pk,
         "file-claims": claimed.claims[0].pk,
+        "resources": f"{MARK}-db",  # a resource's URL names it
         "links": IssueLink.objects.create(
             workspace=workspace, source=first, type="relates_to", target=second
         ).pk,
@@ -162,6 +166,10 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "webhook-detail": {"active": False},
         "key-list": {"name": f"{MARK} key", "kind": "agent", "agent": f"{MARK}-agent"},
         "key-revoke": {},
+        "resource-list": {"name": f"{MARK}-ports", "capacity": 4},
+        "resource-detail": {"capacity": 3},
+        "resource-acquire": {"session": session},
+        "resource-release": {"session": session},
     }
     return bodies[route.name]
 
@@ -215,6 +223,7 @@ STRANGER_WRITES = {
     "message-list": 400,
     "webhook-list": 201,
     "key-list": 201,  # a key of the stranger's own workspace, for its own agent
+    "resource-list": 201,
 }
 
 

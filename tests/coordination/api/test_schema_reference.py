@@ -34,6 +34,8 @@ from tests.conftest import expire
 # (invalid_transition), dead session, live holder, WIP cap; file_claims.claim_files adds
 # the conflict and the fence; work.start_work cannot meet a dead session (it makes it).
 CONFLICTS = {
+    "POST /api/v1/resources/{id}/acquire/": {"resource_busy", "session_not_live"},
+    "POST /api/v1/resources/{id}/release/": {"hold_not_held", "stale_fence"},
     "POST /api/v1/issues/{id}/claim/": {
         "lease_held",
         "wip_limit_reached",
