@@ -32,6 +32,12 @@ def hook_command(args: argparse.Namespace) -> int:
     return hook.main(args)
 
 
+def hold_command(args: argparse.Namespace) -> int:
+    from projektor_agent import hold
+
+    return hold.main(args)
+
+
 def guard_command(args: argparse.Namespace) -> int:
     from projektor_agent import guard
 
@@ -102,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("body")
     one.add_argument("--session", help="the author's session (default: PROJEKTOR_SESSION)")
     add_run(add("run", run_command, "run an agent command on issues, keeping the protocol"))
+    add_hold(add("hold", hold_command, "run a command while holding units of a resource"))
     one = add("hook", hook_command, "agent CLI hooks: `hook claude-code`, `hook install ...`")
     one.add_argument("action", metavar="claude-code | install", choices=["claude-code", "install"])
     one.add_argument("target", nargs="*", metavar="claude-code [DIR]", help="for install")
@@ -161,13 +168,46 @@ def add_run(one: argparse.ArgumentParser) -> None:
     one.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]")
 
 
+def add_hold(one: argparse.ArgumentParser) -> None:
+    one.epilog = (
+        "The command gets PROJEKTOR_SLOTS (the hold's slots, comma-separated) and "
+        "PROJEKTOR_SLOT (the first). Exit status: the command's (128+N when killed by "
+        "signal N); 1 the resource stayed busy (its holders named); 2 usage; 3 unreachable."
+    )
+    one.add_argument("name", metavar="NAME", help="the resource, e.g. db:test or ports")
+    hold_options(one)
+    one.add_argument("held_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]")
+
+
+def hold_options(one: argparse.ArgumentParser) -> None:
+    """The options of ``projektor hold``, before or after its NAME (up to the ``--``)."""
+    one.add_argument("--units", type=int, default=1, help="how many of its units (1)")
+    one.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for the units, first come first served (0, the default: "
+        "refused at once when busy, exit 1, naming the holders)",
+    )
+    one.add_argument("--issue", help="the issue the hold is for (default: PROJEKTOR_ISSUE)")
+    one.add_argument(
+        "--session", help="hold it in this session (default: PROJEKTOR_SESSION, else its own)"
+    )
+    one.add_argument(
+        "--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL (10)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and os.path.basename(sys.argv[0]) == HOOK_NAME:
         argv = ["guard", HOOK_NAME]  # the command installed as the git hook itself
     parser = build_parser()
-    as_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in words
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
+        args.words = words  # as typed: `hold` reads its `--` from them
         return int(args.handler(args))
     except SystemExit as exit:  # argparse: --help, --version, a usage error
         return exit.code if isinstance(exit.code, int) else USAGE
