@@ -3,13 +3,16 @@ protocol for it (docs/agents.md, "The agent command").
 
     projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
                   [--worktrees DIR [--integrate]] [--verify CMD] [--hooks claude-code]
-                  [--scan SECONDS] [--on-conflict wait|fail] -- COMMAND [ARG …]
+                  [--scan SECONDS] [--on-conflict wait|fail]
+                  [--hold NAME[:UNITS] …] [--hold-wait S] -- COMMAND [ARG …]
 
 --integrate lands the issue's branch on the default branch before the hand-in, while
 the lease and claims are still held, one integration at a time per project (a run on
 the project's primary worktree). --scan claims the paths the agent changed, every
 SECONDS and before the hand-in (0: off); a path another issue holds makes the hand-in
-wait (--on-conflict wait) or fail (--on-conflict fail).
+wait (--on-conflict wait) or fail (--on-conflict fail). --hold holds a resource's units
+for each issue, from its start to its hand-in or give-back (docs/agents.md, "Holding a
+resource"); one still busy after --hold-wait gives the issue back.
 
 Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
 nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.
