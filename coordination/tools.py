@@ -29,6 +29,8 @@ class ToolSpec:
     path: str  # the REST path, as in the OpenAPI document ("{id}" for the URL id)
     description: str
     url_id: str | None = None  # the argument that fills "{id}"
+    # That argument is a resource's name (a string), not a row id (an integer).
+    url_id_is_name: bool = False
     # A second id in the path: its placeholder ("{link}") and the argument that fills it.
     path_ids: Mapping[str, str] = field(default_factory=dict, hash=False)
     # Fields of the REST body schema that the call refuses: not offered as arguments.
@@ -39,6 +41,8 @@ class ToolSpec:
     def __post_init__(self) -> None:
         if ("{id}" in self.path) != (self.url_id is not None):
             raise ValueError(f"{self.name}: url_id must be given exactly when the path has an id")
+        if self.url_id_is_name and self.url_id is None:
+            raise ValueError(f"{self.name}: url_id_is_name names the URL id")
         if self.defaults and self.method != "GET":
             raise ValueError(f"{self.name}: defaults are for a GET's query parameters")
 
@@ -234,6 +238,35 @@ TOOLS: tuple[ToolSpec, ...] = (
         f"{API}/runs/{{id}}/finish/",
         "Finish a running run (succeeded or failed); its worktree lock is released.",
         url_id="run",
+    ),
+    ToolSpec(
+        "acquire_resource",
+        "POST",
+        f"{API}/resources/{{id}}/acquire/",
+        "Hold units of a resource that no path names (a test database, a pool of ports, the "
+        "migration head) for a live session, by the resource's name: each unit a slot number "
+        "in 0..capacity-1. Lives as a lease does: heartbeat, and release it when done. "
+        "wait=1..60 waits in line, first come first served. Errors: resource_busy (with "
+        "holders, available and waiting), session_not_live; holding it already gives that "
+        "hold back.",
+        url_id="name",
+        url_id_is_name=True,
+    ),
+    ToolSpec(
+        "release_resource",
+        "POST",
+        f"{API}/resources/{{id}}/release/",
+        "Release the session's hold of a resource, by the resource's name (with fence: only "
+        "while that hold is current). hold_not_held when it holds none.",
+        url_id="name",
+        url_id_is_name=True,
+    ),
+    ToolSpec(
+        "list_resources",
+        "GET",
+        f"{API}/resources/",
+        "List the workspace's resources by name (filter by name): each one's capacity, units "
+        "in use (live holds only), available, the calls waiting and its live holders.",
     ),
     ToolSpec(
         "list_events",

@@ -11,6 +11,7 @@ the ORM is, so the MCP server calls it through ``sync_to_async``.
 import io
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,13 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest
 from django.urls import resolve
 from rest_framework.exceptions import ValidationError
-from rest_framework.fields import empty
+from rest_framework.fields import Field, empty
 from rest_framework.renderers import JSONRenderer
 
 from coordination.api.exceptions import exception_handler
-from coordination.api.serializers.fields import IdField
+from coordination.api.serializers.fields import IdField, StrictCharField
+from coordination.models.resources import NAME_PATTERN
+from coordination.services.resources import NAME_HINT
 from coordination.tools import ToolSpec
 from coordination.unavailable import UNAVAILABLE, is_database_unavailable
 
@@ -50,6 +53,30 @@ def refusal(error: Exception) -> RestAnswer:
     response = exception_handler(error, {})
     assert response is not None, error
     return RestAnswer(response.status_code, JSONRenderer().render(response.data))
+
+
+def _check_name(value: str) -> None:
+    if not re.fullmatch(NAME_PATTERN, value):  # whole: no newline after the last character
+        raise ValidationError(f"A resource's name is {NAME_HINT}.")
+
+
+def name_field() -> StrictCharField:
+    """A resource's name as the URL takes it: checked before it is put in the path, so
+    that no name reaches another route (``a/release``) or none (the API's 404)."""
+    return StrictCharField(trim_whitespace=False, validators=[_check_name])
+
+
+def _url_id(tool: ToolSpec, name: str, arguments: dict[str, Any]) -> str | RestAnswer:
+    """The URL id the argument ``name`` gives (removed from ``arguments``), validated as
+    the REST bodies validate ids and named after its argument: a missing or malformed one
+    is a 400 `invalid`, as for a body. A name is a resource's when the tool says so."""
+    field: Field[Any, Any, Any, Any] = (
+        name_field() if tool.url_id_is_name and name == tool.url_id else IdField()
+    )
+    try:
+        return str(field.run_validation(arguments.pop(name, empty)))
+    except ValidationError as error:
+        return refusal(ValidationError({name: error.detail}))
 
 
 def _query_string(arguments: Mapping[str, Any]) -> str:
@@ -99,20 +126,14 @@ def call(tool: ToolSpec, arguments: Mapping[str, Any], outer: HttpRequest) -> Re
     """Make ``tool``'s REST call with ``arguments``, authenticated as ``outer`` was."""
     arguments = {**tool.defaults, **arguments}
     path = tool.path
+    placeholders = dict(tool.path_ids)
     if tool.url_id is not None:
-        # The URL id is validated as the REST bodies validate ids, and named after
-        # its argument: a missing or malformed one is a 400 `invalid`, as for a body.
-        try:
-            pk = IdField().run_validation(arguments.pop(tool.url_id, empty))
-        except ValidationError as error:
-            return refusal(ValidationError({tool.url_id: error.detail}))
-        path = path.replace("{id}", str(pk))
-    for placeholder, name in tool.path_ids.items():
-        try:
-            pk = IdField().run_validation(arguments.pop(name, empty))
-        except ValidationError as error:
-            return refusal(ValidationError({name: error.detail}))
-        path = path.replace(f"{{{placeholder}}}", str(pk))
+        placeholders = {"id": tool.url_id, **placeholders}
+    for placeholder, name in placeholders.items():
+        url_id = _url_id(tool, name, arguments)
+        if isinstance(url_id, RestAnswer):
+            return url_id
+        path = path.replace(f"{{{placeholder}}}", url_id)
     if tool.method == "GET":
         query, body = _query_string(arguments), b""
     else:

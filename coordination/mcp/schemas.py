@@ -3,7 +3,8 @@
 The document is the one drf-spectacular serves at /api/v1/schema/, built from the
 input serializers and filtersets the REST views validate with; so the schema an
 agent reads is the one its call is checked against. A tool's schema is an object
-of: its URL id (required), its query parameters (GET) or the properties of its
+of: its URL id (required; an integer, or a resource's name as the route's pattern
+says), its query parameters (GET) or the properties of its
 request body (POST, PATCH; less those the call refuses, ``ToolSpec.omit``), with
 ``$ref`` resolved and OpenAPI 3.0's ``nullable`` turned into JSON Schema. A
 parameter the tool defaults (``ToolSpec.defaults``) says so, and takes ``null``.
@@ -104,6 +105,10 @@ def derived_input_schema(tool: ToolSpec, document: dict[str, Any]) -> dict[str, 
             name = tool.path_ids[parameter["name"]]
             integer = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
             add(name, {**integer, "description": f"The {name} id."}, True)
+        elif parameter["in"] == "path" and tool.url_id is not None and tool.url_id_is_name:
+            # A name in the path (a resource's) is a string argument, of the route's pattern.
+            described = parameter.get("description") or f"The {tool.url_id}."
+            add(tool.url_id, {**schema, "description": described}, True)
         elif parameter["in"] == "path" and tool.url_id is not None:
             # The URL's {id} (a digit string in the path) is an integer argument.
             url_id = {"type": "integer", "minimum": 1, "maximum": MAX_ID}

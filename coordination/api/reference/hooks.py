@@ -44,6 +44,8 @@ URL_IDS = {
     "file-claims": ("file claim", "88"),
     "runs": ("run", "5"),
 }
+# The URLs whose {id} is a name: what it names, and a plausible one.
+URL_NAMES = {"resources": ("resource", "db:test")}
 # Where `make run` serves the API: the pages of the list examples link there.
 EXAMPLE_ORIGIN = "http://127.0.0.1:8000"
 
@@ -107,10 +109,16 @@ def add_refusals(responses: dict[str, Any], refusals: list[Refusal]) -> None:
 
 
 def describe_url_id(path: str, operation: dict[str, Any]) -> None:
-    noun, example = URL_IDS.get(path.split("/")[3], ("object", "1"))
+    segment = path.split("/")[3]
+    if segment in URL_NAMES:
+        noun, example = URL_NAMES[segment]
+        description = f"The {noun}'s name."
+    else:
+        noun, example = URL_IDS.get(segment, ("object", "1"))
+        description = f"The {noun}'s id."
     for parameter in operation.get("parameters", []):
         if parameter["in"] == "path" and parameter["name"] == "id":
-            parameter["description"] = f"The {noun}'s id."
+            parameter["description"] = description
             parameter["example"] = example
 
 

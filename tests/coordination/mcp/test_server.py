@@ -48,6 +48,9 @@ TOOLS = {
     "link_issues",
     "unlink_issues",
     "report_progress",
+    "acquire_resource",
+    "release_resource",
+    "list_resources",
 }
 # The words of the instructions that look like tool names but are states or codes.
 NOT_TOOLS = {"in_progress", "in_review", "file_conflict"}
