@@ -1,31 +1,45 @@
 """The fleet's gauges and counters, computed when Prometheus scrapes.
 
-Nine grouped statements, whatever the number of workspaces, projects or rows (a
+Eleven grouped statements, whatever the number of workspaces, projects or rows (a
 test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
 live sessions (and the stalled among them, invariant 17 (stalled is derived)), unreleased leases
 (split by their liveness, invariants 1 (liveness) and 17 (stalled is derived)), lease releases by
-reason, unreleased file claims, claim conflicts, WIP-cap denials and webhook deliveries by state. A
-workspace or project with none of something shows 0, so "no live agents" is a value an alert can
-see. The two counters count the append-only logs (invariant 8 (append-only logs)): they only grow.
+reason, unreleased file claims, claim conflicts, WIP-cap denials and webhook deliveries by state;
+the resources with their units in use and calls waiting, and their refusals of the last day
+(invariant 20 (resources are counted)). A workspace, project or resource with none of something
+shows 0, so "no live agents" is a value an alert can see. The two counters count the append-only
+logs (invariant 8 (append-only logs)): they only grow. Refusals are read from the event log,
+which is pruned: a window (a gauge), not a counter that would fall at each pruning.
 """
 
 from collections import defaultdict
+from datetime import timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Count, DateTimeField, ExpressionWrapper, OuterRef, Q, Subquery, Sum
+from django.db.models import Value as V
+from django.db.models.functions import Coalesce
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from coordination.liveness import live_q, stalled_q, young_q
+from coordination.liveness import DbNow, live_q, stalled_q, young_q
 from coordination.models import (
     AgentSession,
     ClaimConflict,
+    Event,
+    EventType,
     FileClaim,
     IssueLease,
     Project,
     ReleaseReason,
+    Resource,
+    ResourceHold,
+    ResourceWait,
     WebhookDelivery,
     WipCapDenial,
     Workspace,
 )
+
+# The window of projektor_resource_refusals_24h (within any event retention: a day at least).
+REFUSALS_WINDOW = timedelta(days=1)
 
 
 def fleet_metrics() -> list[Metric]:
@@ -158,4 +172,71 @@ def fleet_metrics() -> list[Metric]:
         conflicts_family,
         denials_family,
         deliveries_family,
+        *resource_metrics(slugs),
     ]
+
+
+def resource_metrics(slugs: dict[int, str]) -> list[Metric]:
+    """Per resource: its capacity, the units of its live holds (a dead session's units
+    are not in use: invariant 1 (liveness)), the calls in its line now, and its
+    ``resource_busy`` answers of the last day. Two statements."""
+    in_use = (
+        ResourceHold.objects.live()
+        .filter(resource=OuterRef("pk"))
+        .order_by()
+        .values("resource")
+        .annotate(n=Sum("units"))
+        .values("n")
+    )
+    waiting = (
+        ResourceWait.objects.filter(resource=OuterRef("pk"), deadline__gt=DbNow())
+        .filter(live_q("session__"))
+        .order_by()
+        .values("resource")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    resources = (
+        Resource.objects.order_by()
+        .annotate(in_use=Coalesce(Subquery(in_use), 0), waiting=Coalesce(Subquery(waiting), 0))
+        .values_list("workspace_id", "name", "capacity", "in_use", "waiting")
+    )
+    since = ExpressionWrapper(DbNow() - V(REFUSALS_WINDOW), output_field=DateTimeField())
+    refusals = {
+        (workspace_id, name): n
+        for workspace_id, name, n in Event.objects.filter(
+            type=EventType.RESOURCE_REFUSED, occurred_at__gt=since
+        )
+        .order_by()
+        .values("workspace_id", "data__resource")
+        .annotate(n=Count("id"))
+        .values_list("workspace_id", "data__resource", "n")
+    }
+    labels = ["workspace", "resource"]
+    capacity_family = GaugeMetricFamily(
+        "projektor_resource_capacity", "A resource's capacity, in units.", labels=labels
+    )
+    in_use_family = GaugeMetricFamily(
+        "projektor_resource_units_in_use",
+        "Units of a resource in live holds (invariant 20); a dead session's are not.",
+        labels=labels,
+    )
+    waiting_family = GaugeMetricFamily(
+        "projektor_resource_waiting",
+        "Calls waiting now in a resource's line (acquire with wait).",
+        labels=labels,
+    )
+    refusals_family = GaugeMetricFamily(
+        "projektor_resource_refusals_24h",
+        "resource_busy answers of the last 24 hours (resource.refused events).",
+        labels=labels,
+    )
+    # A resource of a workspace made since the workspaces were read waits for the next scrape.
+    rows = sorted((row for row in resources if row[0] in slugs), key=lambda r: (slugs[r[0]], r[1]))
+    for workspace_id, name, capacity, units, waits in rows:
+        series = [slugs[workspace_id], name]
+        capacity_family.add_metric(series, capacity)
+        in_use_family.add_metric(series, units)
+        waiting_family.add_metric(series, waits)
+        refusals_family.add_metric(series, refusals.get((workspace_id, name), 0))
+    return [capacity_family, in_use_family, waiting_family, refusals_family]

@@ -6,29 +6,33 @@ from datetime import timedelta
 import pytest
 from django.core.cache import caches
 from django.core.cache.backends.db import BaseDatabaseCache
+from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordination.errors import FileConflict, WipLimitReached
+from coordination.errors import FileConflict, ResourceBusy, WipLimitReached
 from coordination.models import (
     AgentSession,
     Event,
+    EventType,
     Issue,
     IssueLease,
     Project,
+    Resource,
+    ResourceWait,
     Webhook,
     WebhookDelivery,
     Workspace,
 )
-from coordination.services import file_claims, leases
+from coordination.services import file_claims, leases, resources
 from projektor.operations import metrics
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
 
-FLEET_STATEMENTS = 9
+FLEET_STATEMENTS = 11
 # SELECT 1, django_migrations, then one get per cache kept in the database.
 READINESS_STATEMENTS = 2
 
@@ -133,6 +137,46 @@ def test_stalled_sessions_and_max_age_releases_are_counted(
     assert value(samples, releases, workspace="globex", reason="max_age") == 0
 
 
+def test_resources_in_use_capacity_waiting_and_refusals(workspace, other_workspace, make_session):
+    """Invariant 20 (resources are counted): live holds only; the refusals of the last day."""
+    resources.create_resource(workspace=workspace, name="db:test", capacity=2)
+    resources.create_resource(workspace=workspace, name="ports", capacity=8)
+    resources.create_resource(workspace=other_workspace, name="db:test", capacity=3)
+    one, two, dead = make_session("coder-1"), make_session("coder-2"), make_session("coder-3")
+    resources.acquire(workspace=workspace, name="ports", session_id=one.pk, units=3)
+    resources.acquire(workspace=workspace, name="ports", session_id=dead.pk, units=2)
+    resources.acquire(workspace=workspace, name="db:test", session_id=one.pk, units=2)
+    for session in (two, dead):
+        with pytest.raises(ResourceBusy):
+            resources.acquire(workspace=workspace, name="db:test", session_id=session.pk)
+    yesterday = Event.objects.filter(type=EventType.RESOURCE_REFUSED).order_by("id")[:1]
+    Event.objects.filter(pk__in=yesterday).update(occurred_at=F("occurred_at") - timedelta(days=1))
+    expire(dead)  # its two ports are not in use, before anyone takes them back
+    # A waiting call is a row in the line: in it while its deadline is ahead, its session live.
+    db_test = Resource.objects.get(workspace=workspace, name="db:test")
+    for session, seconds in ((two, 30), (dead, 30), (one, -1)):
+        ResourceWait.objects.create(
+            workspace=workspace,
+            resource=db_test,
+            session=session,
+            units=1,
+            deadline=timezone.now() + timedelta(seconds=seconds),
+        )
+
+    samples = scrape()
+
+    def of(name: str, resource: str, workspace: str = "acme") -> float:
+        return value(samples, f"projektor_resource_{name}", workspace=workspace, resource=resource)
+
+    assert (of("capacity", "db:test"), of("capacity", "ports")) == (2, 8)
+    assert of("capacity", "db:test", workspace="globex") == 3
+    assert (of("units_in_use", "db:test"), of("units_in_use", "ports")) == (2, 3)
+    assert of("units_in_use", "db:test", workspace="globex") == 0
+    assert (of("waiting", "db:test"), of("waiting", "ports")) == (1, 0)
+    assert (of("refusals_24h", "db:test"), of("refusals_24h", "ports")) == (1, 0)
+    assert of("refusals_24h", "db:test", workspace="globex") == 0
+
+
 def test_webhook_deliveries_are_counted_by_state(workspace):
     webhook = Webhook.objects.create(
         workspace=workspace, url="https://hooks.example.test/", secret="s" * 20
@@ -166,9 +210,14 @@ def test_a_scrape_costs_the_same_statements_whatever_the_fleet(
             paths=[f"f{k}.py" for k in range(5)],
             session_id=session.pk,
         )
+        for name in ("db", "ports"):
+            resources.create_resource(workspace=extra, name=name, capacity=2)
+            resources.acquire(workspace=extra, name=name, session_id=session.pk)
     with django_assert_num_queries(scrape_statements()):
         samples = scrape()
     assert value(samples, "projektor_file_claims", workspace="extra-4") == 5
+    in_use = "projektor_resource_units_in_use"
+    assert value(samples, in_use, workspace="extra-4", resource="ports") == 1
 
 
 def test_requests_are_counted_by_route_and_status(api, make_session):
