@@ -15,8 +15,9 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from coordination import feed
 from coordination.api.serializers.events import EventSerializer
+from coordination.errors import ResourceBusy
 from coordination.models import Event, EventType, Webhook, WebhookDelivery, Workspace
-from coordination.services import events, messages, webhooks
+from coordination.services import events, messages, resources, webhooks
 from coordination.webhook_worker import HttpSender, Worker, run_in_thread
 from tests.api_helpers import V1
 from tests.coordination.webhook_receiver import DEADLINE, Receiver, receiving, wait_until
@@ -111,6 +112,38 @@ def test_only_the_chosen_types_and_only_events_after_creation_are_sent(workspace
     latest = Event.objects.filter(workspace=workspace).order_by("-id").first()
     assert latest is not None
     assert Webhook.objects.get(pk=webhook.pk).cursor == latest.pk  # past the others too
+
+
+def test_resource_events_are_subscribed_to_and_sent_as_any_other(
+    api, workspace, receiver, make_session
+):
+    """resource.acquired, .refused and .released: types a webhook may choose (the API
+    checks them against EventType), sent with their data as /events/ shows it."""
+    chosen = [EventType.RESOURCE_ACQUIRED, EventType.RESOURCE_REFUSED, EventType.RESOURCE_RELEASED]
+    body = {"url": receiver.url + "/hook", "types": chosen}
+    created = api.post(f"{V1}/webhooks/", body, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["types"] == sorted(chosen)
+    atlas, boreas = make_session("atlas"), make_session("boreas")
+    resources.create_resource(workspace=workspace, name="db:test")
+    resources.acquire(workspace=workspace, name="db:test", session_id=atlas.pk)
+    with pytest.raises(ResourceBusy):
+        resources.acquire(workspace=workspace, name="db:test", session_id=boreas.pk)
+    resources.release(workspace=workspace, name="db:test", session_id=atlas.pk)
+    messages.post_message(workspace=workspace, scope="agent:atlas", body="not chosen")
+    Worker(threads=2).run(once=True)
+
+    sent = receiver.requests()
+    assert [request.headers["x-projektor-event"] for request in sent] == [
+        "resource.acquired",
+        "resource.refused",
+        "resource.released",
+    ]
+    assert {request.event["data"]["resource"] for request in sent} == {"db:test"}
+    assert [holder["agent"] for holder in sent[1].event["data"]["holders"]] == ["atlas"]
+    assert sent[2].event["data"]["reason"] == "released"
+    listed = api.get(f"{V1}/events/", {"type": ",".join(chosen)}).json()["events"]
+    assert [request.event for request in sent] == listed
 
 
 def test_a_refused_delivery_is_retried_with_backoff_until_it_is_taken(workspace, receiver, worker):
