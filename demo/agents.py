@@ -1,8 +1,9 @@
 """What the agents of the demo do in a slot: register, lease an issue, claim its
-files, dispatch a run, hand the work in, and leave cleanly or crash.
+files, dispatch a run (holding one of the two test databases while its tests run, when
+they need one), hand the work in, and leave cleanly or crash.
 
-Refusals (a WIP cap, a contested file, a busy or unresolved worktree) are the
-services' own, caught the way an agent would catch them.
+Refusals (a WIP cap, a contested file, a busy or unresolved worktree, both test
+databases held) are the services' own, caught the way an agent would catch them.
 """
 
 from __future__ import annotations
@@ -10,18 +11,20 @@ from __future__ import annotations
 from coordination.errors import (
     FileConflict,
     LeaseHeld,
+    ResourceBusy,
     WipLimitReached,
     WorktreeBusy,
     WorktreeUnresolved,
 )
 from coordination.models import Issue
-from coordination.services import agents, file_claims, leases, projects, runs
+from coordination.services import agents, file_claims, leases, projects, resources, runs
 from demo import world
 from demo.state import (
     CRASH_CHANCE,
     FAILURE_CHANCE,
     FORCE_CHANCE,
     HOME_CHANCE,
+    TEST_DB_CHANCE,
     State,
     Worker,
 )
@@ -156,9 +159,37 @@ class Agents(State):
             worker.issue_id = None
             return
         worker.run_id = run.pk
+        if self.tests_rng.random() < TEST_DB_CHANCE:
+            self.hold_test_db(worker)
+
+    def hold_test_db(self, worker: Worker) -> bool:
+        """Take one of the test databases for the tests of the worker's issue; refused
+        while both are held (the refusal is logged: ``resource.refused``), the agent runs
+        its tests without one. The simulation waits in no line: time stands still in a step."""
+        assert worker.session_id is not None
+        try:
+            resources.acquire(
+                workspace=self.workspace,
+                name=world.TEST_DB,
+                session_id=worker.session_id,
+                issue_id=worker.issue_id,
+            )
+        except ResourceBusy:
+            return False
+        worker.holds_test_db = True
+        return True
+
+    def release_test_db(self, worker: Worker) -> None:
+        if worker.holds_test_db:
+            assert worker.session_id is not None
+            resources.release(
+                workspace=self.workspace, name=world.TEST_DB, session_id=worker.session_id
+            )
+            worker.holds_test_db = False
 
     def wrap_up(self, worker: Worker) -> None:
-        """End of the slot: finish the run, hand in finished work, maybe leave."""
+        """End of the slot: finish the run, hand in finished work, let go of the test
+        database or leave."""
         assert worker.session_id is not None
         if worker.run_id is not None:
             self.finish_run(worker, failed=self.rng.random() < FAILURE_CHANCE)
@@ -168,7 +199,11 @@ class Agents(State):
                 self.hand_in(worker)
         worker.slots_left -= 1
         if worker.slots_left <= 0:
+            # What it holds goes with its session: released agent_ended by a clean end,
+            # left by a crash for the next that needs it to take back (expired).
             self.leave(worker, crash=self.rng.random() < CRASH_CHANCE)
+        else:
+            self.release_test_db(worker)  # its tests ran
 
     def finish_run(self, worker: Worker, *, failed: bool) -> None:
         """Report the slot's run; a success is a step of progress on the issue."""
@@ -210,3 +245,4 @@ class Agents(State):
         worker.session_id = None
         worker.issue_id = None
         worker.run_id = None
+        worker.holds_test_db = False  # released agent_ended, or left to be taken back

@@ -45,15 +45,20 @@ class Crashed:
     paths: frozenset[str]
 
 
-def crash(sim: Simulation, worker: Worker, project_key: str, when: datetime) -> Crashed:
+def crash(
+    sim: Simulation, worker: Worker, project_key: str, when: datetime, *, testing: bool = False
+) -> Crashed:
     """At ``when``, ``worker`` starts on an issue, claims its files (no hot spot)
-    and dies: no end, just no more heartbeats."""
+    and dies: no end, just no more heartbeats. ``testing``: it dies while its tests
+    hold a test database, which the next to need that one takes back (expired)."""
     with sim.clock.at(when):
         sim.register(worker, slots=1)
         issue = take_fresh(sim, worker, project_key, requires_filesystem=False)
         assert issue is not None  # nobody else is live: the cap cannot refuse
         paths = [p for p in sim.plans[issue.pk].footprint if p not in world.HOT_SPOTS]
         sim.claim(worker, paths)
+        if testing:
+            sim.hold_test_db(worker)  # nobody else is live: both are free
         sim.leave(worker, crash=True)
     return Crashed(issue_id=issue.pk, paths=frozenset(paths))
 
@@ -71,7 +76,11 @@ def crew_at_work(sim: Simulation, *, earlier: Crashed, recent: Crashed) -> None:
       hands its docs issue in for review (the lead then claims the file back), and
       picks up the issue of the earlier crash, reclaiming its lease and files;
     - one more agent fills the web project's cap, and the next is refused by it
-      and goes to docs instead.
+      and goes to docs instead;
+    - the test databases: the lead's running run holds one while its tests run (taking
+      back, expired, the one the earlier crash died holding), the finisher's tests are
+      done, and the others at work try for one to test their work: the first gets the
+      second database, the next is refused (both in use).
 
     Nobody touches what the recent crash holds: the crew only takes issues with
     no lease at all, and keeps off its files.
@@ -85,6 +94,8 @@ def crew_at_work(sim: Simulation, *, earlier: Crashed, recent: Crashed) -> None:
     if take_fresh(sim, lead, "api", worktree=world.INTEGRATION_WORKTREE):
         claim_avoiding(sim, lead, recent, extra=CONTESTED_NOW)
         sim.dispatch(lead)  # and never finished: the worktree stays locked now
+        if lead.run_id is not None and not lead.holds_test_db:
+            sim.hold_test_db(lead)  # its tests are running now
     if take_fresh(sim, rival, "core", worktree=world.INTEGRATION_WORKTREE):
         claim_avoiding(sim, rival, recent, extra=CONTESTED_NOW)
         sim.dispatch(rival)  # busy: cancelled
@@ -93,6 +104,7 @@ def crew_at_work(sim: Simulation, *, earlier: Crashed, recent: Crashed) -> None:
         sim.dispatch(finisher)
         if finisher.run_id is not None:
             sim.finish_run(finisher, failed=False)
+        sim.release_test_db(finisher)
         sim.hand_in(finisher)
     if lead.issue_id is not None:
         claim_avoiding(sim, lead, recent, extra=CONTESTED_NOW)
@@ -102,6 +114,9 @@ def crew_at_work(sim: Simulation, *, earlier: Crashed, recent: Crashed) -> None:
             if take_fresh(sim, worker, key, requires_filesystem=False):
                 claim_avoiding(sim, worker, recent)
                 break
+    for worker in rest:
+        if worker.issue_id is not None:
+            sim.hold_test_db(worker)
 
 
 def rescue(sim: Simulation, worker: Worker, crashed: Crashed) -> None:

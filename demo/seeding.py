@@ -52,6 +52,7 @@ def seed(*, agents: int, days: int, seed: int) -> Workspace:
     sim = Simulation(
         workspace=workspace,
         rng=rng,
+        tests_rng=random.Random(f"test-db:{seed}"),
         clock=clock,
         workers=[Worker(spec) for spec in world.draw_roster(rng, agents)],
     )
@@ -61,7 +62,7 @@ def seed(*, agents: int, days: int, seed: int) -> Workspace:
         sim.run_day(slots, onboarding=day == 0)
     # Both dead (past the TTL) before the crew starts; the recent one is too recent
     # for anybody to have reclaimed it yet.
-    earlier = finale.crash(sim, sim.workers[-2], "web", now - timedelta(hours=3))
+    earlier = finale.crash(sim, sim.workers[-2], "web", now - timedelta(hours=3), testing=True)
     recent_moment = now - max(timedelta(minutes=10), 2 * session_ttl())
     recent = finale.crash(sim, sim.workers[-1], "core", recent_moment)
     finale.crew_at_work(sim, earlier=earlier, recent=recent)

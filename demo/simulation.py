@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from coordination.services import agents, projects, worktrees
+from coordination.services import agents, projects, resources, worktrees
 from demo import world
 from demo.agents import Agents
 from demo.humans import Humans
@@ -24,7 +24,8 @@ class Simulation(Humans, Agents):
     # --- setup ------------------------------------------------------------------
 
     def build(self) -> None:
-        """Worktrees and projects; agents appear when they first register."""
+        """Worktrees, projects and the test databases; agents appear when they first
+        register."""
         for slug, name in world.SHARED_WORKTREES:
             self.add_worktree(slug, name, branch="main")
         for worker in self.workers:
@@ -40,6 +41,12 @@ class Simulation(Humans, Agents):
                 agent_wip_limit=spec.wip_limit,
                 primary_worktree=spec.primary_worktree,
             )
+        resources.create_resource(
+            workspace=self.workspace,
+            name=world.TEST_DB,
+            capacity=world.TEST_DB_CAPACITY,
+            description=world.TEST_DB_DESCRIPTION,
+        )
 
     def add_worktree(self, slug: str, name: str, *, branch: str) -> None:
         worktrees.create_worktree(

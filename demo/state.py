@@ -31,6 +31,7 @@ DONE_CHANCE = 0.7  # a reviewer accepts an issue in review
 PRIORITIES = (0, 1, 2, 3, 4)  # none, urgent, high, medium, low
 PRIORITY_WEIGHTS = (3, 1, 2, 4, 2)
 BOUNCE_CHANCE = 0.12  # a reviewer sends it back to work
+TEST_DB_CHANCE = 0.5  # a run's tests need one of the test databases (world.TEST_DB)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Worker:
     issue_id: int | None = None
     run_id: int | None = None
     registered: bool = False
+    holds_test_db: bool = False  # one of the test databases, while its run's tests run
 
     @property
     def name(self) -> str:
@@ -68,6 +70,9 @@ class State:
     clock: Clock
     workers: list[Worker]
     plans: dict[int, Plan] = field(default_factory=dict)
+    # Which runs' tests need a test database: a generator of its own (seeded from the
+    # same seed), so that the holds leave the rest of the story as it was.
+    tests_rng: random.Random = field(default_factory=random.Random)
     skipped: list[int] = field(default_factory=list)  # issues whose run was unresolved
 
     # --- helpers every actor uses ------------------------------------------------------------

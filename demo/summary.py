@@ -10,10 +10,13 @@ from django.db.models import Count
 from coordination.models import (
     AgentSession,
     ClaimConflict,
+    Event,
+    EventType,
     FileClaim,
     Issue,
     IssueLease,
     Message,
+    ResourceHold,
     Run,
     WipCapDenial,
     Workspace,
@@ -30,6 +33,8 @@ class Summary:
     conflicts_rejected: int
     conflicts_forced: int
     wip_denials: int
+    resource_holds: int
+    resource_refusals: int
     messages: int
     issues: dict[str, int]
     runs: dict[str, int]
@@ -41,7 +46,8 @@ class Summary:
             f"{self.sessions} sessions ({self.live_sessions} live, {self.crashed_sessions} "
             f"crashed), {self.leases} leases, {self.file_claims} file claims, conflicts "
             f"{self.conflicts_rejected} rejected / {self.conflicts_forced} forced, "
-            f"{self.wip_denials} WIP denials, {self.messages} messages; "
+            f"{self.wip_denials} WIP denials, {self.resource_holds} resource holds "
+            f"({self.resource_refusals} refused), {self.messages} messages; "
             f"runs: {runs}; issues: {issues}"
         )
 
@@ -78,6 +84,10 @@ def summarise(workspace: Workspace) -> Summary:
         conflicts_rejected=conflicts.filter(forced=False).count(),
         conflicts_forced=conflicts.filter(forced=True).count(),
         wip_denials=WipCapDenial.objects.filter(workspace=workspace).count(),
+        resource_holds=ResourceHold.objects.filter(workspace=workspace).count(),
+        resource_refusals=Event.objects.filter(
+            workspace=workspace, type=EventType.RESOURCE_REFUSED
+        ).count(),
         messages=Message.objects.filter(workspace=workspace).count(),
         issues=by_value(issue_counts, list(Issue.Status.values)),
         runs=by_value(run_counts, list(Run.Status.values)),

@@ -23,6 +23,12 @@ SHARED_WORKTREES: tuple[tuple[str, str], ...] = (
     (INTEGRATION_WORKTREE, "Integration checkout"),
 )
 
+# What the agents share that no path names: the two test databases their tests run
+# against, held while the tests run (the scripted agent: ``projektor hold``).
+TEST_DB = "test-db"
+TEST_DB_CAPACITY = 2
+TEST_DB_DESCRIPTION = "The two test databases, test_0 and test_1: held while an agent's tests run."
+
 
 @dataclass(frozen=True)
 class ProjectSpec:

@@ -3,7 +3,8 @@
 Each agent is a ``projektor run --loop --worktrees … --integrate --hooks claude-code``
 process with the scripted agent (``demo.workbench.agent``) on the demo repository:
 it takes the head of the ready queue, works the issue on a branch of its own worktree
-(its edits claimed as it makes them), integrates it onto ``main`` and hands it in; now
+(its edits claimed as it makes them), runs its tests holding one of the two test
+databases (``projektor hold``), integrates it onto ``main`` and hands it in; now
 and then its agent crashes and the runner gives the issue back, or sits idle past the
 stall threshold while the runner heartbeats. The reviewer, a person, moves the
 handed-in work on and keeps the queue fed. The sessions the seed left live are carried
@@ -49,7 +50,8 @@ class Fleet:
             url=config.url,
             key=config.key,
             place=config.place,
-            agent_args=("--plan", str(plan.path), "--coordinated"),
+            # Its tests hold a test database: projektor hold, in the runner's session.
+            agent_args=("--plan", str(plan.path), "--coordinated", "--hold-tests", world.TEST_DB),
         )
         homes: dict[str, str | None] = {
             name: world.PROFILES[index % len(world.PROFILES)].home

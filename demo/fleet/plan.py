@@ -7,7 +7,8 @@ then given to it), now and then an undeclared edit of a hot spot that other issu
 too (the hook claims it at edit time, or the agent edits another file), how long it
 works, and, rarely, a crash on its first attempt or a long idle past the server's stall
 threshold. Every open issue is made a filesystem issue on no fixed worktree, so each
-runner works it on a branch in its agent's own worktree.
+runner works it on a branch in its agent's own worktree. The agents' tests hold one of
+the test databases (``world.TEST_DB``), which a demo seeded before there were any is given.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordination.models import Issue, Workspace
-from coordination.services import graph, projects
+from coordination.models import Issue, Resource, Workspace
+from coordination.services import graph, projects, resources
 from demo import world
 from demo.fleet.place import HOT, files_for
 from demo.workbench.repository import Plan, PlanIssue
@@ -110,6 +111,7 @@ def prepare(workspace: Workspace, plan: DemoPlan) -> int:
     """Every open issue of the fleet's projects into the plan, named paths and a
     filesystem run on the agent's own worktree; the number of issues planned. The
     caller saves the plan. The tour's project is a person's, left as it is."""
+    ensure_test_databases(workspace)
     issues = Issue.objects.filter(
         workspace=workspace, status__in=OPEN, project__key__in=world.PROJECTS_BY_KEY
     ).select_related("project")
@@ -129,3 +131,14 @@ def prepare(workspace: Workspace, plan: DemoPlan) -> int:
         plan.add(issue.pk, issue.title, issue.project.key, paths)
         count += 1
     return count
+
+
+def ensure_test_databases(workspace: Workspace) -> None:
+    """The resource the agents' tests hold, as ``seed_demo`` makes it."""
+    if not Resource.objects.filter(workspace=workspace, name=world.TEST_DB).exists():
+        resources.create_resource(
+            workspace=workspace,
+            name=world.TEST_DB,
+            capacity=world.TEST_DB_CAPACITY,
+            description=world.TEST_DB_DESCRIPTION,
+        )

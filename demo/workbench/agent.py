@@ -31,6 +31,14 @@ a few times with backoff, then left; an undeclared one is swapped for its altern
 (announced in turn), else left. After each edit the ``PostToolUse`` hooks run
 (progress). Without it, it edits without a word.
 
+``--hold-tests NAME`` (or ``PROJEKTOR_WORKBENCH_HOLD_TESTS``): after its edits it runs
+"its tests" (a third of its work time, at most ``TESTS_LONGEST_SECONDS``) while it holds
+a unit of the resource NAME, a test database, as a real agent would:
+``projektor hold NAME --wait 30 -- <the tests>`` (inside ``projektor run`` the hold is
+taken in the runner's session; the tests name the database by their slot). The
+resource still busy after the wait, or the server unreachable, it says so and commits
+untested. Without it, no tests.
+
 Standard library only: it runs beside any server, and imports nothing of Projektor.
 Exit status: 0 committed (or nothing left to change), 1 a planned crash or a git
 failure, 2 a usage error.
@@ -43,6 +51,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,6 +66,17 @@ HOOK_TIMEOUT_SECONDS = 60
 TRAILER = "Workbench-Issue"
 SETTINGS = Path(".claude") / "settings.local.json"
 TRUE_WORDS = ("1", "true", "yes", "on")
+TESTS_SHARE = 1 / 3  # of the issue's work time: how long its tests run
+TESTS_LONGEST_SECONDS = 20.0
+TESTS_WAIT_SECONDS = 30  # for a unit of the test resource, in its line
+# The tests, run by ``projektor hold``: they name the database of their slot, and take
+# their time.
+TESTS = (
+    "import os, sys, time; "
+    "slot = os.environ.get('PROJEKTOR_SLOT', '?'); "
+    "print(f'workbench tests: {sys.argv[2]} against test_{slot}', file=sys.stderr, flush=True); "
+    "time.sleep(float(sys.argv[1]))"
+)
 
 
 def say(text: str) -> None:
@@ -72,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         default=os.environ.get("PROJEKTOR_WORKBENCH_COORDINATED", "").lower() in TRUE_WORDS,
     )
+    parser.add_argument(
+        "--hold-tests",
+        metavar="NAME",
+        default=os.environ.get("PROJEKTOR_WORKBENCH_HOLD_TESTS") or None,
+    )
     args, _ = parser.parse_known_args(argv)  # the rest: a runner's placeholders, ignored
     if not args.plan or not args.issue or not str(args.issue).isdigit():
         say(
@@ -84,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if issue is None:
         say(f"issue {args.issue} is not in the plan {plan_path}")
         return 2
-    return Work(plan, issue, plan_path, Path.cwd(), args.coordinated).run()
+    return Work(plan, issue, plan_path, Path.cwd(), args.coordinated, args.hold_tests).run()
 
 
 def find(plan: dict[str, Any], number: int) -> dict[str, Any] | None:
@@ -106,9 +131,11 @@ class Work:
         plan_path: Path,
         root: Path,
         coordinated: bool,
+        hold_tests: str | None = None,
     ) -> None:
         self.plan, self.issue, self.root = plan, issue, root
         self.coordinated = coordinated
+        self.hold_tests = hold_tests
         self.key = int(issue["key"])
         self.attempt = count_attempt(plan_path, self.key)
         self.rng = random.Random(f"{plan['seed']}:{self.key}:{self.attempt}")
@@ -130,6 +157,7 @@ class Work:
         if crash:
             self.crash(crash)
         time.sleep(pause)
+        self.run_tests()
         return self.commit()
 
     # --- each edit -------------------------------------------------------------------------
@@ -218,6 +246,26 @@ class Work:
                 say(f"the {event} hook failed ({done.returncode}): {done.stderr.strip()}")
         return True
 
+    # --- the tests, holding a test database ---------------------------------------------
+
+    def run_tests(self) -> None:
+        """The tests, while a unit of the test resource is held: ``projektor hold``
+        waits in its line, runs them with the slot in their environment and releases
+        it at their exit (the runner's SIGTERM reaches it too: it is in this group)."""
+        if not self.hold_tests or not self.edited:
+            return
+        seconds = min(float(self.issue["work_seconds"]) * TESTS_SHARE, TESTS_LONGEST_SECONDS)
+        wait = str(TESTS_WAIT_SECONDS)
+        tests = [sys.executable, "-c", TESTS, f"{seconds:.2f}", str(self.issue["title"])]
+        command = [*projektor(), "hold", self.hold_tests, "--wait", wait, "--", *tests]
+        status = subprocess.run(command, cwd=self.root, check=False).returncode
+        if status == 0:
+            say(f"the tests passed, {self.hold_tests} held while they ran")
+        elif status == 1:
+            say(f"{self.hold_tests} stayed busy for {wait} s: committing untested")
+        else:
+            say(f"projektor hold {self.hold_tests} failed ({status}): committing untested")
+
     # --- the end ---------------------------------------------------------------------------
 
     def start_fresh_if_redone(self) -> None:
@@ -260,6 +308,13 @@ def count_attempt(plan_path: Path, key: int) -> int:
             return number
         except FileExistsError:
             number += 1
+
+
+def projektor() -> list[str]:
+    """The projektor command: the one on the PATH (a runner puts its interpreter's
+    first), else this interpreter's module."""
+    found = shutil.which("projektor")
+    return [found] if found else [sys.executable, "-m", "projektor_agent"]
 
 
 def hook_commands(root: Path, event: str, tool: str) -> list[str]:

@@ -18,7 +18,15 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from coordination.models import AgentSession, ApiKey, Issue, Run, Workspace
+from coordination.models import (
+    AgentSession,
+    ApiKey,
+    Issue,
+    ReleaseReason,
+    ResourceHold,
+    Run,
+    Workspace,
+)
 from coordination.services.graph import expected_paths
 from demo import access, world
 from demo.fleet.place import files_for
@@ -76,8 +84,20 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     # Stopped, no runner's session is left live, and the fleet's key is revoked.
     runners = AgentSession.objects.filter(workspace=demo, started_at__gte=began)
     assert runners.exists() and not runners.live().exists()
+    # The agents' tests held a test database (projektor hold, in the runner's session,
+    # for its issue), released at their end; none is held any more.
+    tested = ResourceHold.objects.filter(
+        resource__name=world.TEST_DB, session__in=runners, issue__isnull=False
+    )
+    assert tested.filter(release_reason=ReleaseReason.RELEASED).exists(), text
+    assert not tested.filter(released_at__isnull=True).exists()
+    assert "the tests passed, test-db held while they ran" in logs_of(place)
     keys = ApiKey.objects.filter(workspace=demo, name=access.FLEET_KEY_NAME)
     assert keys.count() == 1 and keys.get().revoked_at is not None
+
+
+def logs_of(place: Path) -> str:
+    return "".join(log.read_text(errors="replace") for log in (place / "logs").glob("*.log"))
 
 
 def handed_in_by_a_runner(demo: Workspace, since: datetime) -> Issue:

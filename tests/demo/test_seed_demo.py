@@ -17,18 +17,22 @@ from coordination.models import (
     ApiKey,
     ClaimConflict,
     Event,
+    EventType,
     FileClaim,
     Issue,
     IssueLease,
     Message,
     Project,
     ReleaseReason,
+    Resource,
+    ResourceHold,
     Run,
     WipCapDenial,
     Workspace,
     Worktree,
     WorktreeLock,
 )
+from coordination.selectors import resources
 from coordination.services import logs, work
 from demo import access, anchor, world
 from demo.fleet.plan import DemoPlan, Pacing, prepare
@@ -63,6 +67,7 @@ def counts() -> dict[str, Any]:
         Worktree,
         WorktreeLock,
         Project,
+        ResourceHold,
     )
     return {
         **{model.__name__: model.objects.filter(workspace=workspace).count() for model in tables},
@@ -71,6 +76,8 @@ def counts() -> dict[str, Any]:
         "lease releases": by(IssueLease, workspace, "release_reason"),
         "claim releases": by(FileClaim, workspace, "release_reason"),
         "forced": by(ClaimConflict, workspace, "forced"),
+        "hold releases": by(ResourceHold, workspace, "release_reason"),
+        "events": by(Event, workspace, "type"),
     }
 
 
@@ -133,6 +140,11 @@ def test_the_history_has_every_kind_of_event(demo):
     roles = set(Agent.objects.filter(workspace=demo).values_list("role", flat=True))
     assert len(roles) > 3 and "" not in roles
     assert Message.objects.filter(workspace=demo).exists()
+    # The test databases: held while tests run, let go at the end of the slot, with the
+    # session's end, or taken back from a crashed holder; refused while both are held.
+    hold_reasons = set(by(ResourceHold, demo, "release_reason"))
+    assert {"released", "agent_ended", "expired"} <= hold_reasons
+    assert Event.objects.filter(workspace=demo, type=EventType.RESOURCE_REFUSED).exists()
 
 
 def test_the_history_spans_the_window_and_ends_now(demo):
@@ -142,6 +154,7 @@ def test_the_history_spans_the_window_and_ends_now(demo):
         (FileClaim, "claimed_at"),
         (AgentSession, "started_at"),
         (Run, "started_at"),
+        (ResourceHold, "acquired_at"),
     ):
         span = model.objects.filter(workspace=demo).aggregate(first=Min(column), last=Max(column))
         assert span["first"] < now - timedelta(days=DAYS - 2), model.__name__
@@ -152,6 +165,7 @@ def test_the_history_spans_the_window_and_ends_now(demo):
         (FileClaim, "released_at"),
         (Message, "created_at"),
         (Issue, "updated_at"),
+        (ResourceHold, "released_at"),
     ):
         assert later.objects.filter(workspace=demo).aggregate(last=Max(column))["last"] <= now
     live = AgentSession.objects.live().filter(workspace=demo)
@@ -166,6 +180,16 @@ def test_the_history_spans_the_window_and_ends_now(demo):
     latest = crashed.order_by("-last_heartbeat_at").first()
     assert latest is not None and now - latest.last_heartbeat_at < timedelta(hours=1)
     assert FileClaim.objects.filter(session=latest, released_at__isnull=True).exists()
+    # Both test databases are in use now, by live sessions at work, and one more was
+    # refused just now.
+    [test_db] = resources.resources(demo)
+    assert (test_db.name, test_db.capacity, resources.in_use(test_db)) == (world.TEST_DB, 2, 2)
+    assert {hold.session_id for hold in test_db.live_holds} <= set(
+        live.values_list("pk", flat=True)
+    )
+    assert Resource.objects.get(workspace=demo).created_at < now - timedelta(days=DAYS - 1)
+    refused = Event.objects.filter(workspace=demo, type=EventType.RESOURCE_REFUSED)
+    assert refused.filter(occurred_at__gte=now - timedelta(minutes=5)).exists()
 
 
 def test_running_it_again_adds_nothing_but_a_key(demo):

@@ -25,10 +25,17 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def agent(
-    worktree: Path, plan: Path, issue: int, *extra: str, module: bool = False
+    worktree: Path,
+    plan: Path,
+    issue: int,
+    *extra: str,
+    module: bool = False,
+    path_first: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROJEKTOR_", "GIT_"))}
     env.update(PROJEKTOR_ISSUE=str(issue), PYTHONPATH=str(ROOT))
+    if path_first is not None:
+        env["PATH"] = os.pathsep.join([str(path_first), env.get("PATH", "")])
     program = ["-m", "demo.workbench.agent"] if module else [str(AGENT)]
     return subprocess.run(
         [sys.executable, *program, "--plan", str(plan), *extra],
@@ -109,6 +116,47 @@ def test_the_agent_edits_its_files_and_commits_once(bench: tuple[Path, Plan, Pat
     assert set(changed) == set(issue.paths) | set(issue.extra)
     assert git(checkout, "log", "--format=%s%n%b", "main..HEAD").splitlines()[0] == issue.title
     assert f"Workbench-Issue: {issue.key}" in git(checkout, "log", "-1", "--format=%b")
+
+
+FAKE_PROJEKTOR = """#!{python}
+import json, os, subprocess, sys
+with open({log!r}, "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if {status}:
+    sys.exit({status})  # the resource stayed busy
+command = sys.argv[sys.argv.index("--") + 1 :]
+sys.exit(subprocess.run(command, env={{**os.environ, "PROJEKTOR_SLOT": "1"}}).returncode)
+"""
+
+
+@pytest.mark.parametrize("status, said", [(0, "the tests passed"), (1, "committing untested")])
+def test_its_tests_run_while_it_holds_a_test_database(
+    bench: tuple[Path, Plan, Path], tmp_path: Path, status: int, said: str
+) -> None:
+    """--hold-tests: the tests are ``projektor hold NAME --wait 30 -- …``, given the slot;
+    a resource that stayed busy leaves the work committed, untested."""
+    repo, plan, path = bench
+    issue = plan.issues[0]
+    issue.work_seconds = 0.3
+    plan.save(path)
+    bin_dir, log = tmp_path / "bin", tmp_path / "projektor.log"
+    bin_dir.mkdir()
+    fake = bin_dir / "projektor"
+    fake.write_text(FAKE_PROJEKTOR.format(python=sys.executable, log=str(log), status=status))
+    fake.chmod(0o755)
+    checkout = worktree(repo, "one")
+    done = agent(checkout, path, issue.key, "--hold-tests", "test-db", path_first=bin_dir)
+    assert done.returncode == 0, done.stderr
+    [call] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert call[:5] == ["hold", "test-db", "--wait", "30", "--"]
+    assert call[5] == sys.executable and call[-1] == issue.title
+    assert said in done.stderr
+    assert ("against test_1" in done.stderr) == (status == 0)
+    assert git(checkout, "rev-list", "--count", "main..HEAD") == "1"
+    # Without it, no tests.
+    again = worktree(repo, "two")
+    assert agent(again, path, issue.key, path_first=bin_dir).returncode == 0
+    assert len(log.read_text().splitlines()) == 1
 
 
 def test_an_unknown_issue_is_a_usage_error(bench: tuple[Path, Plan, Path]) -> None:

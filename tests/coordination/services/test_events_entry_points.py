@@ -15,6 +15,7 @@ from coordination.models import (
     FileClaim,
     IssueLease,
     Message,
+    ResourceHold,
     Run,
     Workspace,
 )
@@ -56,6 +57,13 @@ def test_the_demo_history_announces_every_change_of_its_logs():
     assert announced(EventType.RUN_DISPATCHED) + announced(EventType.RUN_NOT_STARTED) == (
         Run.objects.filter(workspace=demo).count()
     )
+    holds = ResourceHold.objects.filter(workspace=demo)
+    assert announced(EventType.RESOURCE_ACQUIRED, resource="test-db") == holds.count() > 0
+    for reason in ("released", "expired", "agent_ended"):
+        assert announced(EventType.RESOURCE_RELEASED, reason=reason) == (
+            holds.filter(release_reason=reason).count()
+        ), reason
+    assert announced(EventType.RESOURCE_RELEASED) == holds.filter(released_at__isnull=False).count()
 
 
 @pytest.mark.django_db(transaction=True)
