@@ -126,7 +126,7 @@ bench: install
 	fi; \
 	export DATABASE_URL="$$url" SECRET_KEY="$${SECRET_KEY:-bench-only-secret-key}"; \
 	$(BIN)/python manage.py migrate -v0 && $(BIN)/python manage.py bench $(BENCH_ARGS) \
-	&& $(BIN)/python manage.py bench_ready_graph
+	&& $(BIN)/python manage.py bench_ready_graph && $(BIN)/python manage.py bench_resources
 
 # The fleet experiment: runners with the workbench's scripted agent over a generated
 # repository, coordinated and not, side by side (docs/speed.md, "Does it prevent merge

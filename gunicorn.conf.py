@@ -19,7 +19,13 @@ from typing import Any
 bind = os.environ.get("PROJEKTOR_BIND", "127.0.0.1:8000")
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
-threads = int(os.environ.get("PROJEKTOR_THREADS", "4"))
+# PROJEKTOR_THREADS requests of a worker run at once; a request that waits (a long
+# poll, a call in a resource's line) sleeps in one of PROJEKTOR_WAITING_THREADS more
+# and gives its place up while it sleeps (projektor/operations/active.py), so waiters
+# never take the threads that heartbeats need.
+active_threads = int(os.environ.get("PROJEKTOR_THREADS", "4"))
+threads = active_threads + int(os.environ.get("PROJEKTOR_WAITING_THREADS", "32"))
+os.environ.setdefault("PROJEKTOR_ACTIVE_REQUESTS", str(active_threads))
 keepalive = 30  # longer than an agent's pause between calls
 graceful_timeout = 20
 accesslog = None  # the app writes one line per request itself (projektor.operations.requests)

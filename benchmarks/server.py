@@ -17,7 +17,8 @@ Its interface, kept stable for those callers:
   refusing for a throttle; ``database_url(settings_dict)`` names that database.
 
 gthread workers (keep-alive works; the sync worker closes every connection),
-``2 × cores + 1`` workers (gunicorn's guidance) and 4 threads each by default. The
+``2 × cores + 1`` workers (gunicorn's guidance) and 4 working threads each by default
+(and the waiters' threads beside them, gunicorn.conf.py). The
 listening socket is made here on a free loopback port and handed to gunicorn
 (``fd://``), so no other process can take the port between choosing and binding.
 """
@@ -203,7 +204,6 @@ def gunicorn(
         f"--bind=fd://{listener.fileno()}",
         "--worker-class=gthread",
         f"--workers={workers}",
-        f"--threads={threads}",
         f"--keep-alive={KEEPALIVE_SECONDS}",
         f"--graceful-timeout={GRACEFUL_TIMEOUT_SECONDS}",
         "--error-logfile=-",
@@ -214,7 +214,8 @@ def gunicorn(
             process = subprocess.Popen(
                 command,
                 cwd=settings.BASE_DIR,
-                env=dict(env),
+                # gunicorn.conf.py runs these working threads, and the waiters' beside them.
+                env={**env, "PROJEKTOR_THREADS": str(threads)},
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,

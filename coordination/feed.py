@@ -44,6 +44,7 @@ from psycopg.conninfo import make_conninfo
 
 from coordination.db import sql
 from coordination.db.rows import execute, fetchall, fetchone
+from coordination.idle import idle
 from coordination.models import Event, Workspace
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,8 @@ def wait_for(
         if page.events or page.missed or remaining <= 0:
             return page
         release_connection()
-        wakeups.wait(seen, timeout=min(remaining, wakeups.poll_seconds()))
+        with idle():  # another request runs meanwhile (coordination.idle)
+            wakeups.wait(seen, timeout=min(remaining, wakeups.poll_seconds()))
 
 
 def release_connection() -> None:

@@ -133,6 +133,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # GET /healthz answered here: the probe needs nothing below (operations/health.py).
     "projektor.operations.health.HealthzMiddleware",
+    # Under gunicorn, at most PROJEKTOR_ACTIVE_REQUESTS at once; a waiter's sleep does
+    # not count (operations/active.py).
+    "projektor.operations.active.ActiveRequestsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # 503 `unavailable` while the database is down; above sessions and auth, which use it.
     "projektor.middleware.DatabaseUnavailableMiddleware",
@@ -165,6 +168,10 @@ TEMPLATES = [
         },
     },
 ]
+
+# Requests of one process that run at once; 0: no limit (operations/active.py). gunicorn
+# sets it to its working threads (gunicorn.conf.py).
+PROJEKTOR_ACTIVE_REQUESTS = int(os.environ.get("PROJEKTOR_ACTIVE_REQUESTS", "0"))
 
 PREPARE_THRESHOLD = 5  # psycopg's own default: executions before a statement is prepared
 # How long an app server's thread keeps its database connection between requests; 0

@@ -11,9 +11,13 @@ holds than the capacity, never one slot in two live holds.
 Waiting, in order: a call with ``wait`` puts a row in the resource's line
 (``ResourceWait``, committed at once so every app process sees it) and is served
 only when no live call ahead of it waits; a call without ``wait`` is served only when
-nobody waits. A waiter sleeps between looks holding no connection, woken by any
-commit of this process that wrote events (``feed.wakeups``) and otherwise looking
-again every ``LOOK_SECONDS``; only the head of the line takes the lock to try.
+nobody waits. A waiter sleeps between looks giving its place among the server's working
+requests up (``coordination.idle``), woken by any commit that wrote events
+(``feed.wakeups``: this process's at once, another's through PostgreSQL's NOTIFY) and
+looking at most once per ``HEAD_LOOK_SECONDS`` × its place in line (up to
+``LINE_LOOK_SECONDS``): the head, the only one that can be served, takes the lock only
+when the units fit. A waiter keeps its connection (no transaction) until its call
+ends; the app server's middleware closes it then.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from coordination.errors import (
     ResourceBusy,
     SessionNotLive,
 )
+from coordination.idle import idle
 from coordination.liveness import DbNow, live_q
 from coordination.models import (
     AgentSession,
@@ -51,7 +56,11 @@ from coordination.selectors.sessions import is_live
 from coordination.services import events, fences
 
 MAX_WAIT_SECONDS = 60
-LOOK_SECONDS = 0.25  # a waiter's look when no commit of this process woke it
+# A waiter looks again after HEAD_LOOK_SECONDS × its place in line (the head, which is
+# served as soon as units are free, most often), at most LINE_LOOK_SECONDS, however
+# often commits wake it.
+HEAD_LOOK_SECONDS = 0.05
+LINE_LOOK_SECONDS = 1.0
 NAME_HINT = "1 to 64 of a-z, 0-9 and . _ : -, starting with a letter or a digit"
 
 
@@ -161,7 +170,7 @@ class Refusal:
         detail = (
             f"Resource {self.resource.name!r} has {self.available} of {self.resource.capacity} "
             f"units free for {units}"
-            + (f"; {self.waiting} waiting before this call" if self.waiting else "")
+            + (f"; {self.waiting} other call(s) waiting in line" if self.waiting else "")
             + (f"; held by {names}." if names else ".")
         )
         return ResourceBusy(
@@ -233,7 +242,7 @@ def attempt(
             .first()
         )
         if mine is not None:
-            return Granted(hold=mine, created=False)
+            return Granted(hold=fresh(mine), created=False)
         holds = list(
             ResourceHold.objects.unreleased()
             .filter(resource=locked)
@@ -247,7 +256,8 @@ def attempt(
         others_waiting = live_waits(locked).exclude(session=session)
         ahead = others_waiting.filter(pk__lt=line) if line is not None else others_waiting
         if ahead.exists() or units > available:
-            return Refusal(locked, live, available, waiting=live_waits(locked).count())
+            waiting = live_waits(locked).exclude(pk=line).count()  # not this call's own
+            return Refusal(locked, live, available, waiting=waiting)
         taken = {slot for hold in live for slot in hold.slots}
         slots = [slot for slot in range(locked.capacity) if slot not in taken][:units]
         in_the_way = [hold for hold in holds if not hold.is_live and set(hold.slots) & set(slots)]
@@ -286,7 +296,9 @@ def wait_in_line(
     try:
         while True:
             seen = feed.wakeups.generation()  # before the look: a commit after it wakes us
-            if at_the_head(resource, line, session) and could_fit(resource, units):
+            looked = time.monotonic()
+            place = place_in_line(resource, line, session)
+            if place == 1 and could_fit(resource, units):
                 outcome = attempt(resource, session, units=units, issue_id=issue_id, line=line)
                 if isinstance(outcome, Granted):
                     return outcome
@@ -295,15 +307,23 @@ def wait_in_line(
             remaining = end - time.monotonic()
             if remaining <= 0:
                 return attempt(resource, session, units=units, issue_id=issue_id, line=line)
-            feed.release_connection()
-            feed.wakeups.wait(seen, timeout=min(remaining, LOOK_SECONDS))
+            # The head looks most often, and each place behind it less: the line moves
+            # one grant at a time, and a waiter far back has time before its turn.
+            pause = min(LINE_LOOK_SECONDS, HEAD_LOOK_SECONDS * place)
+            # It keeps its connection (it looks again within a second; opening one on
+            # PostgreSQL starts a server process), but holds no transaction meanwhile.
+            with idle():  # another request runs meanwhile
+                feed.wakeups.wait(seen, timeout=min(remaining, pause))
+                # However often commits wake it, at most one look per pause.
+                time.sleep(max(0.0, min(looked + pause, end) - time.monotonic()))
     finally:
         ResourceWait.objects.filter(pk=line).delete()
 
 
-def at_the_head(resource: Resource, line: int, session: AgentSession) -> bool:
-    """No live call of another session waits ahead of this one (a cheap look, no lock)."""
-    return not live_waits(resource).exclude(session=session).filter(pk__lt=line).exists()
+def place_in_line(resource: Resource, line: int, session: AgentSession) -> int:
+    """1 for the head: the live calls of other sessions waiting ahead of this one, plus one
+    (a cheap look, no lock)."""
+    return live_waits(resource).exclude(session=session).filter(pk__lt=line).count() + 1
 
 
 def could_fit(resource: Resource, units: int) -> bool:
