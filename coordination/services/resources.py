@@ -235,14 +235,6 @@ def attempt(
         locked = Resource.objects.select_for_update(no_key=True).get(pk=resource.pk)
         if not is_live(session):
             raise SessionNotLive(f"Session {session.pk} is not live.")
-        mine = (
-            ResourceHold.objects.unreleased()
-            .filter(resource=locked, session=session)
-            .select_related("agent")
-            .first()
-        )
-        if mine is not None:
-            return Granted(hold=fresh(mine), created=False)
         holds = list(
             ResourceHold.objects.unreleased()
             .filter(resource=locked)
@@ -250,6 +242,11 @@ def attempt(
             .select_related("agent")
             .order_by("acquired_at", "pk")
         )
+        for hold in holds:
+            hold.resource = locked
+        mine = next((hold for hold in holds if hold.session_id == session.pk), None)
+        if mine is not None:
+            return Granted(hold=mine, created=False)
         live = [hold for hold in holds if hold.is_live]
         in_use = sum(hold.units for hold in live)
         available = max(0, locked.capacity - in_use)
@@ -275,9 +272,9 @@ def attempt(
             slots=slots,
             fence=(newest or 0) + 1,
         )
-        hold.agent = session.agent
+        hold.agent, hold.is_live = session.agent, True  # acquired_at: from the INSERT
         resource_event(hold, EventType.RESOURCE_ACQUIRED, {"units": units, "slots": slots})
-        return Granted(hold=fresh(hold), created=True, taken_back=taken_back)
+        return Granted(hold=hold, created=True, taken_back=taken_back)
 
 
 def wait_in_line(
@@ -366,7 +363,8 @@ def release(
     with events.change():
         hold = (
             ResourceHold.objects.unreleased()
-            .select_for_update(no_key=True)
+            .select_for_update(no_key=True, of=("self",))
+            .select_related("resource", "agent")
             .filter(resource=resource, session=session)
             .first()
         )
@@ -381,7 +379,8 @@ def release_session_holds(*, session: AgentSession, reason: str) -> None:
     """Every unreleased hold of the session (an end: ``agent_ended``). Inside a change."""
     holds = list(
         ResourceHold.objects.unreleased()
-        .select_for_update(no_key=True)
+        .select_for_update(no_key=True, of=("self",))
+        .select_related("resource")
         .filter(session=session)
         .order_by("resource_id")
     )
@@ -392,8 +391,12 @@ def force_release(*, hold: ResourceHold, operator: str) -> bool:
     """An operator's release (the admin): ``released``, the person named in the event."""
     with events.change():
         locked = (
-            ResourceHold.objects.unreleased().select_for_update(no_key=True).filter(pk=hold.pk)
-        ).first()
+            ResourceHold.objects.unreleased()
+            .select_for_update(no_key=True, of=("self",))
+            .select_related("resource")
+            .filter(pk=hold.pk)
+            .first()
+        )
         if locked is None:
             return False
         end_holds([locked], reason=ReleaseReason.RELEASED, extra={"operator": operator})
@@ -432,7 +435,8 @@ def end_holds(
 
 
 def resource_event(hold: ResourceHold, type: str, data: dict[str, Any]) -> None:
-    name = Resource.objects.filter(pk=hold.resource_id).values_list("name", flat=True).get()
+    """``hold.resource`` is loaded by every caller (it names the resource)."""
+    name = hold.resource.name
     events.record(
         hold.workspace_id,
         type,

@@ -9,7 +9,7 @@ import pytest
 
 from coordination.errors import FileConflict, WipLimitReached
 from coordination.models import AgentSession, Issue, Project, Workspace, Worktree
-from coordination.services import agents, file_claims, keys, leases, messages, runs
+from coordination.services import agents, file_claims, keys, leases, messages, resources, runs
 
 
 @dataclass
@@ -78,6 +78,10 @@ def build_world(workspace: Workspace, rows: int) -> World:
         messages.post_message(
             workspace=workspace, scope=f"issue:{held.pk}", body="On it.", session_id=session.pk
         )
+    # A resource each session holds a unit of, with one unit left.
+    resources.create_resource(workspace=workspace, name="db:test", capacity=rows + 1)
+    for session in sessions:
+        resources.acquire(workspace=workspace, name="db:test", session_id=session.pk)
     # A rival refused on every held path: one conflict per path.
     rival = issue(0, "rival", Issue.Status.TODO)
     with pytest.raises(FileConflict):
@@ -289,7 +293,26 @@ def worktree_create(w: World) -> Call:
     return Call("POST", "/worktrees/", {"slug": "new", "name": "New"}, 201)
 
 
+def resource_acquire(w: World) -> Call:
+    newcomer = agents.register_session(workspace=w.workspace, agent_name="newcomer")
+    return Call("POST", "/resources/db:test/acquire/", {"session": newcomer.pk}, 201)
+
+
+def resource_acquire_busy(w: World) -> Call:
+    last = agents.register_session(workspace=w.workspace, agent_name="last")
+    resources.acquire(workspace=w.workspace, name="db:test", session_id=last.pk)
+    late = agents.register_session(workspace=w.workspace, agent_name="late")
+    return Call("POST", "/resources/db:test/acquire/", {"session": late.pk}, 409)
+
+
+def resource_release(w: World) -> Call:
+    return Call("POST", "/resources/db:test/release/", {"session": w.sessions[0].pk}, 200)
+
+
 STATE_CHANGES = {
+    "POST /resources/{name}/acquire/": resource_acquire,
+    "POST /resources/{name}/acquire/ (busy)": resource_acquire_busy,
+    "POST /resources/{name}/release/": resource_release,
     "POST /sessions/": register,
     "POST /sessions/{id}/heartbeat/": heartbeat,
     "POST /sessions/{id}/end/": end_session,

@@ -49,8 +49,8 @@ COUNTS: dict[str, int | dict[str, int]] = {
     "POST /sessions/": 12,
     "POST /sessions/{id}/heartbeat/": {"sqlite": 3, "postgresql": 2},
     # The released leases name their projects from the UPDATE (no lookup after it);
-    # + the session's resource holds (none here).
-    "POST /sessions/{id}/end/": 14,
+    # + the session's resource holds, and their release (one UPDATE however many).
+    "POST /sessions/{id}/end/": 15,
     # Leases.
     # SQL, as the file claims: the project's lock (found from the issue), the issue's
     # share with the session, the insert that returns the lease, its event. + 1, the
@@ -75,6 +75,16 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # PostgreSQL: the release and its events in one statement, with no transaction.
     "POST /file-claims/release/": {"sqlite": 5, "postgresql": 2},
     "POST /file-claims/release/ (all)": {"sqlite": 5, "postgresql": 2},
+    # Resources: the key, the resource, the session; in the transaction the resource's
+    # lock, the session's liveness, its unreleased holds, the line, the fence, the insert
+    # and its event. A refusal counts the line instead of drawing a fence, and writes its
+    # event in a transaction of its own. A release: the hold under its lock, the UPDATE,
+    # the event, and the hold read again (its stamp).
+    "POST /resources/{name}/acquire/": 12,
+    "POST /resources/{name}/acquire/ (busy)": 13,
+    "POST /resources/{name}/release/": 9,
+    "GET /resources/": 4,  # + the live holders, prefetched
+    "GET /resource-holds/": 3,
     "POST /file-claims/check/": 3,
     "POST /file-claims/check/ (directories)": 3,
     # A unit of work.
@@ -86,7 +96,7 @@ COUNTS: dict[str, int | dict[str, int]] = {
     # block of its own (it returns a WIP refusal, which start_work logs after its rollback).
     "POST /work/start/": {"sqlite": 36, "postgresql": 38},  # the lease claim's, above
     # + the issue's links and expected paths, for the issue it shows.
-    "POST /work/finish/": 38,  # the release's project; the end's resource holds
+    "POST /work/finish/": 39,  # the release's project; the end's resource holds
     # Messages, runs.
     "POST /messages/": 9,
     "POST /runs/": {"sqlite": 16, "postgresql": 17},  # the lease claim's, above

@@ -67,6 +67,8 @@ LISTS = {
     "GET /file-claims/?covering=": ("/file-claims/?covering=tree/0/a/b.py", 0),
     "GET /claim-conflicts/": ("/claim-conflicts/", 1),
     "GET /messages/": ("/messages/", 1),
+    "GET /resources/": ("/resources/", 0),  # one resource, its holders inside
+    "GET /resource-holds/": ("/resource-holds/", 1),
     "GET /messages/?agent=": ("/messages/?agent=agent-0", 0),  # one agent's: 1 or more
 }
 
