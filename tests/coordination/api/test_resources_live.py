@@ -79,11 +79,11 @@ def test_many_waiters_leave_the_working_threads_to_heartbeats_and_are_served_in_
         return int(in_thread(lambda: ResourceWait.objects.count()))
 
     threads = []
-    for session in waiters:  # one after another: the order of the line is known
+    for joined, session in enumerate(waiters, start=1):  # one after another: a known order
         thread = threading.Thread(target=wait_for_a_unit, args=(session,))
         thread.start()
         threads.append(thread)
-        wait_until(lambda n=len(threads): in_line() == n, DEADLINE, "the waiter in line")
+        wait_until(lambda n=joined: in_line() == n, DEADLINE, "the waiter in line")
 
     with client(server, key) as http:
         # Two working threads, ten calls waiting: a heartbeat is still answered.
