@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import gitops, resources, worktree_hooks
+from projektor_agent import gitops, hook_install, resources, worktree_hooks
 from projektor_agent.context import RunContext, Unit
+from projektor_agent.errors import UsageError
 from projektor_agent.output import say, warn
 
 RUNNER_DIR = ".projektor"
@@ -31,10 +32,10 @@ def arm(context: RunContext, unit: Unit) -> None:
             worktree_hooks.arm(workdir, guard_command())  # this worktree's alone, until disarm
         except (gitops.GitError, OSError) as error:
             warn(f"the pre-commit guard could not be armed in {workdir}: {error}")
-    if context.options.hooks == "claude-code":
-        from projektor_agent import hook
-
-        hook.install_claude_code(workdir)
+    for harness in context.options.hooks:
+        installed = hook_install.install(harness, workdir)
+        if installed.added and context.worktrees is None:
+            unit.hooks_added.append(harness)  # a checkout not the runner's: taken out at the end
     config = context.client.config
     unit.env = {
         **os.environ,
@@ -54,9 +55,10 @@ def arm(context: RunContext, unit: Unit) -> None:
 
 
 def disarm(unit: Unit) -> None:
-    """The guard armed by ``arm`` removed, the worktree's hooks as they were: at the
-    end of every unit, whatever its end (invariant 19 (A runner's child never outlives
-    its runner's right to work): what the runner installed is removed)."""
+    """The guard armed by ``arm`` removed, the worktree's hooks as they were, and the
+    agent CLIs' hooks it added to a checkout the runner did not create taken out again:
+    at the end of every unit, whatever its end (invariant 19 (A runner's child never
+    outlives its runner's right to work): what the runner installed is removed)."""
     workdir = unit.workdir
     if workdir is None:
         return
@@ -64,6 +66,12 @@ def disarm(unit: Unit) -> None:
         worktree_hooks.disarm(workdir)
     except (gitops.GitError, OSError) as error:
         warn(f"issue {unit.id}: could not remove the guard from {workdir}: {error}")
+    while unit.hooks_added:  # the agent CLIs' hooks this unit added to a checkout of others
+        harness = unit.hooks_added.pop()
+        try:
+            hook_install.uninstall(harness, workdir)
+        except (gitops.GitError, OSError, UsageError) as error:
+            warn(f"issue {unit.id}: could not remove the {harness} hooks from {workdir}: {error}")
 
 
 def uncommitted(workdir: Path) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from projektor_agent import __version__, commands
 from projektor_agent.errors import USAGE, CommandError
+from projektor_agent.harnesses import NAMES as HARNESSES
 from projektor_agent.output import PROG, report_error
 
 Handler = Callable[[argparse.Namespace], int]
@@ -109,9 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("--session", help="the author's session (default: PROJEKTOR_SESSION)")
     add_run(add("run", run_command, "run an agent command on issues, keeping the protocol"))
     add_hold(add("hold", hold_command, "run a command while holding units of a resource"))
-    one = add("hook", hook_command, "agent CLI hooks: `hook claude-code`, `hook install ...`")
-    one.add_argument("action", metavar="claude-code | install", choices=["claude-code", "install"])
-    one.add_argument("target", nargs="*", metavar="claude-code [DIR]", help="for install")
+    one = add(
+        "hook",
+        hook_command,
+        "agent CLI hooks: `hook HARNESS` (the CLI's payload on stdin), "
+        "`hook install|uninstall HARNESS [DIR]`",
+    )
+    one.add_argument(
+        "action",
+        metavar=f"{' | '.join(HARNESSES)} | install | uninstall",
+        choices=[*HARNESSES, "install", "uninstall"],
+    )
+    one.add_argument("target", nargs="*", metavar="HARNESS [DIR]", help="for install, uninstall")
     one = add("guard", guard_command, "the pre-commit guard: `guard pre-commit`")
     one.add_argument("hook_name", metavar="pre-commit", choices=["pre-commit"])
     return parser
@@ -126,7 +136,12 @@ def add_run(one: argparse.ArgumentParser) -> None:
     one.add_argument("--loop", action="store_true", help="one issue after another, until ^C")
     one.add_argument("--worktrees", metavar="DIR", help="each agent's own git worktree under DIR")
     one.add_argument("--verify", metavar="CMD", help="a shell command that must pass to hand in")
-    one.add_argument("--hooks", choices=["claude-code"], help="install the agent CLI's hooks")
+    one.add_argument(
+        "--hooks",
+        metavar="HARNESS[,HARNESS]|auto",
+        help=f"install these agent CLIs' edit-time hooks in the worktree ({', '.join(HARNESSES)}; "
+        "auto: the CLI the command runs)",
+    )
     one.add_argument(
         "--integrate",
         action="store_true",

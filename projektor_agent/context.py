@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from projektor_agent import harnesses
 from projektor_agent.client import Client
 from projektor_agent.errors import UsageError
 from projektor_agent.output import say
@@ -42,7 +43,7 @@ class Options:
     loop: bool
     worktrees: str | None
     verify: str | None
-    hooks: str | None
+    hooks: tuple[str, ...]  # the agent CLIs whose hooks are installed (harnesses)
     integrate: bool
     scan: float
     on_conflict: str  # wait | fail
@@ -61,7 +62,7 @@ class Options:
             loop=bool(args.loop),
             worktrees=args.worktrees,
             verify=args.verify,
-            hooks=args.hooks,
+            hooks=harnesses.chosen(args.hooks, list(args.agent_command)),
             integrate=bool(args.integrate),
             scan=float(args.scan),
             on_conflict=args.on_conflict,
@@ -86,6 +87,7 @@ class Unit:
     branch: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     holds: list[Held] = field(default_factory=list)  # the resources held for it (--hold)
+    hooks_added: list[str] = field(default_factory=list)  # to take out at the end (checkout)
 
     @property
     def id(self) -> int:

@@ -2,7 +2,7 @@
 protocol for it (docs/agents.md, "The agent command").
 
     projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
-                  [--worktrees DIR [--integrate]] [--verify CMD] [--hooks claude-code]
+                  [--worktrees DIR [--integrate]] [--verify CMD] [--hooks HARNESS[,…]|auto]
                   [--scan SECONDS] [--on-conflict wait|fail]
                   [--hold NAME[:UNITS] …] [--hold-wait S] -- COMMAND [ARG …]
 
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import commands, config, gitops, resources
+from projektor_agent import commands, config, gitops, hook_install, resources
 from projektor_agent.client import Client, for_issue
 from projektor_agent.context import (
     SKIPPED,
@@ -115,6 +115,10 @@ class Runner:
     def main(self) -> int:
         self.agent = commands.agent_of(self.client)
         resources.check(self.client, self.options.holds)  # a typo takes no issue either
+        for harness in self.options.hooks:  # what the user must do before the CLI runs them
+            note = hook_install.TARGETS[harness].note
+            if note:
+                say(note)
         if self.options.worktrees:
             self.prepare_worktrees(Path(self.options.worktrees).expanduser())
         elif gitops.toplevel(Path.cwd()) is None:

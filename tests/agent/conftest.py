@@ -31,7 +31,7 @@ from benchmarks import server as harness
 TTL = 5  # seconds: short, so that expiry and reclaim happen within a test
 DEADLINE = 60.0  # seconds, for any condition a test waits on
 NEVER_REFUSES = "1000000/min"
-WORKSPACES = 80  # one per test: claims and queues are per workspace
+WORKSPACES = 160  # one per test: claims and queues are per workspace
 SEED = f"""
 import django
 django.setup()
