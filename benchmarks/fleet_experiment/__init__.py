@@ -6,8 +6,9 @@ over the same seed, each on a fresh database (a copy of one migrated template), 
 fresh copy of the repository and its own gunicorn (``benchmarks.server``):
 
 - *coordinated*: issues declare their paths, the runners scan and claim what the agent
-  touches (``--scan``) and install the Claude Code hooks, through which the agent
-  announces each edit (and obeys a refusal);
+  touches (``--scan``) and install the edit-time hooks of one agent CLI (``--harness``:
+  Claude Code by default, or Codex, Gemini CLI, Cursor, Copilot CLI), through which the
+  agent announces each edit in that CLI's words (and obeys a refusal said its way);
 - *uncoordinated*: the same agents and the same integration, each on its own branch in
   its own worktree, no claims: issues without paths, ``--scan 0``, no hooks, edits
   unannounced. What worktree isolation alone gives.

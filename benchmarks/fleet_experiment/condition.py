@@ -189,10 +189,10 @@ class Condition:
         command += ["--worktrees", str(self.where / "worktrees"), "--integrate"]
         command += ["--scan", f"{s.scan:g}" if self.coordinated else "0"]
         if self.coordinated:
-            command += ["--hooks", "claude-code"]
+            command += ["--hooks", s.harness]
         command += ["--", sys.executable, str(AGENT), "--plan", str(self.plan_path)]
         if self.coordinated:
-            command.append("--coordinated")
+            command += ["--coordinated", "--harness", s.harness]
         env = {
             name: value
             for name, value in os.environ.items()

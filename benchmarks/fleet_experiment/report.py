@@ -62,6 +62,9 @@ def render(results: dict[str, dict[str, Any]]) -> str:
     for row, (label, _) in enumerate(ROWS):
         values = [cells[name][row].ljust(widths[name]) for name in names]
         lines.append("| " + " | ".join([label.ljust(width), *values]) + " |")
+    if "coordinated" in results:
+        harness = results["coordinated"]["settings"].get("harness", "claude-code")
+        lines.append(f"\nThe coordinated agents spoke to the {harness} hooks (--harness).")
     if len(names) == 2:
         coordinated, uncoordinated = (results[n]["issues_per_minute"] for n in CONDITIONS)
         ratio = coordinated / uncoordinated if uncoordinated else float("inf")

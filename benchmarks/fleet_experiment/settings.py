@@ -18,6 +18,9 @@ class Settings:
     time_cap: float = 600.0  # per condition
     work_seconds: tuple[float, float] = (1.0, 3.0)
     crash_rate: float = 0.12
+    # The agent CLI whose hooks the coordinated runners install (--hooks) and whose
+    # payloads the scripted agent speaks to them (--harness): demo.workbench.speech.
+    harness: str = "claude-code"
 
 
 DEFAULT = Settings()

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The scripted agent: a stand-in for a coding agent, working one issue of a plan.
 
-    projektor run --loop --worktrees DIR [--hooks claude-code] -- \\
-        python demo/workbench/agent.py --plan PLAN [--coordinated]
+    projektor run --loop --worktrees DIR [--hooks NAME] -- \\
+        python demo/workbench/agent.py --plan PLAN [--coordinated [--harness NAME]]
 
 (or ``python -m demo.workbench.agent …``). It works the issue ``PROJEKTOR_ISSUE`` (or
 ``--issue N``; a server id, or a plan key when the plan has no ids) of the plan file
@@ -23,13 +23,15 @@ current directory, a checkout of the generated repository:
   the work is done again from there, as an agent redoes a change that no longer applies.
 
 ``--coordinated`` (or ``PROJEKTOR_WORKBENCH_COORDINATED=1``): before each edit it
-announces it as Claude Code would, running the ``PreToolUse`` hooks of the checkout's
-``.claude/settings.local.json`` (what ``projektor run --hooks claude-code`` installs;
-without one, ``python -m projektor_agent hook claude-code``) with the payload of an
-``Edit`` on stdin, and obeys an exit 2: a declared file is waited for and tried again
-a few times with backoff, then left; an undeclared one is swapped for its alternative
-(announced in turn), else left. After each edit the ``PostToolUse`` hooks run
-(progress). Without it, it edits without a word.
+announces it as the agent CLI ``--harness NAME`` would (or
+``PROJEKTOR_WORKBENCH_HARNESS``; ``claude-code`` by default, else ``codex``, ``gemini``,
+``cursor``, ``copilot``): it runs the hooks that CLI's own file in the checkout names
+(what ``projektor run --hooks NAME`` installs; without it, ``python -m projektor_agent
+hook NAME``) with that CLI's payload on stdin, and obeys a refusal read that CLI's way
+(``speech``): a declared file is waited for and tried again a few times with backoff,
+then left; an undeclared one is swapped for its alternative (announced in turn), else
+left. After each edit Claude Code's ``PostToolUse`` hooks run (progress). Without it, it
+edits without a word.
 
 ``--hold-tests NAME`` (or ``PROJEKTOR_WORKBENCH_HOLD_TESTS``): after its edits it runs
 "its tests" (a third of its work time, at most ``TESTS_LONGEST_SECONDS``) while it holds
@@ -50,7 +52,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -59,12 +60,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-BLOCK = 2  # a PreToolUse hook's "no"
+try:
+    from demo.workbench import speech
+except ImportError:  # run as a script (python demo/workbench/agent.py): its folder is on the path
+    import speech  # type: ignore[no-redef]
+
+BLOCK = 2  # a hook's "no", for the CLIs that read the exit status
 RETRIES = 3  # a refused declared file: tried again this many times
 BACKOFF_SECONDS = 1.0  # then 2, 4 …
 HOOK_TIMEOUT_SECONDS = 60
 TRAILER = "Workbench-Issue"
-SETTINGS = Path(".claude") / "settings.local.json"
 TRUE_WORDS = ("1", "true", "yes", "on")
 TESTS_SHARE = 1 / 3  # of the issue's work time: how long its tests run
 TESTS_LONGEST_SECONDS = 20.0
@@ -93,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("PROJEKTOR_WORKBENCH_COORDINATED", "").lower() in TRUE_WORDS,
     )
     parser.add_argument(
+        "--harness",
+        choices=speech.HARNESSES,
+        default=os.environ.get("PROJEKTOR_WORKBENCH_HARNESS") or "claude-code",
+    )
+    parser.add_argument(
         "--hold-tests",
         metavar="NAME",
         default=os.environ.get("PROJEKTOR_WORKBENCH_HOLD_TESTS") or None,
@@ -109,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     if issue is None:
         say(f"issue {args.issue} is not in the plan {plan_path}")
         return 2
-    return Work(plan, issue, plan_path, Path.cwd(), args.coordinated, args.hold_tests).run()
+    work = Work(plan, issue, plan_path, Path.cwd(), args.coordinated, args.hold_tests)
+    work.harness = args.harness
+    return work.run()
 
 
 def find(plan: dict[str, Any], number: int) -> dict[str, Any] | None:
@@ -136,6 +148,7 @@ class Work:
         self.plan, self.issue, self.root = plan, issue, root
         self.coordinated = coordinated
         self.hold_tests = hold_tests
+        self.harness = "claude-code"  # the agent CLI whose hooks it speaks to (speech)
         self.key = int(issue["key"])
         self.attempt = count_attempt(plan_path, self.key)
         self.rng = random.Random(f"{plan['seed']}:{self.key}:{self.attempt}")
@@ -196,7 +209,7 @@ class Work:
         target.write_text("".join(lines), encoding="utf-8")
         self.edited.append(path)
         if self.coordinated:
-            self.hooks("PostToolUse", path)
+            self.hooks(speech.POST, path)
 
     def entry(self, path: str, indent: str) -> list[str]:
         title = self.issue["title"]
@@ -206,31 +219,22 @@ class Work:
             return [f"<!-- {title} -->\n"]
         return [f"{indent}# {title} (attempt {self.attempt})\n"]
 
-    # --- the hooks, as Claude Code runs them ---------------------------------------------
+    # --- the hooks, as the agent CLI runs them -------------------------------------------
 
     def announce(self, path: str) -> bool:
-        """The PreToolUse hooks for an Edit of ``path``: False when one said no (exit 2)."""
-        return self.hooks("PreToolUse", path)
+        """The hooks before an edit of ``path``: False when one said no."""
+        return self.hooks(speech.PRE, path)
 
     def hooks(self, event: str, path: str) -> bool:
-        absolute = str((self.root / path).resolve())
-        payload: dict[str, Any] = {
-            "session_id": f"workbench-{self.key}-{self.attempt}",
-            "transcript_path": "",
-            "cwd": str(self.root),
-            "hook_event_name": event,
-            "tool_name": "Edit",
-            "tool_input": {"file_path": absolute, "old_string": "", "new_string": ""},
-        }
-        if event == "PostToolUse":
-            payload["tool_response"] = {"filePath": absolute, "success": True}
-        for command in hook_commands(self.root, event, "Edit"):
+        session = f"workbench-{self.key}-{self.attempt}"
+        stdin = speech.stdin(self.harness, event, self.root, path, session)
+        for command in speech.commands(self.root, self.harness, event):
             try:
                 done = subprocess.run(
                     command,
                     shell=True,
                     cwd=self.root,
-                    input=json.dumps(payload),
+                    input=stdin,
                     capture_output=True,
                     text=True,
                     timeout=HOOK_TIMEOUT_SECONDS,
@@ -239,10 +243,11 @@ class Work:
             except subprocess.TimeoutExpired:
                 say(f"the {event} hook timed out for {path}; going on")
                 continue
-            if done.returncode == BLOCK and event == "PreToolUse":
-                say(f"the hook refused {path}: {done.stderr.strip()}")
+            reason = speech.refusal(self.harness, done)
+            if reason is not None and event == speech.PRE:
+                say(f"the hook refused {path}: {reason}")
                 return False
-            if done.returncode != 0:
+            if done.returncode not in (0, BLOCK):
                 say(f"the {event} hook failed ({done.returncode}): {done.stderr.strip()}")
         return True
 
@@ -315,21 +320,6 @@ def projektor() -> list[str]:
     first), else this interpreter's module."""
     found = shutil.which("projektor")
     return [found] if found else [sys.executable, "-m", "projektor_agent"]
-
-
-def hook_commands(root: Path, event: str, tool: str) -> list[str]:
-    """The commands of ``event``'s hooks whose matcher takes ``tool``, from the checkout's
-    Claude Code settings; without them, the projektor hook itself."""
-    settings = root / SETTINGS
-    if not settings.exists():
-        return [f"{sys.executable} -m projektor_agent hook claude-code"]
-    loaded = json.loads(settings.read_text(encoding="utf-8") or "{}")
-    commands = []
-    for group in (loaded.get("hooks") or {}).get(event) or []:
-        matcher = str(group.get("matcher") or "*")
-        if matcher in ("*", "") or re.fullmatch(matcher, tool):
-            commands += [h["command"] for h in group.get("hooks") or [] if h.get("command")]
-    return commands
 
 
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

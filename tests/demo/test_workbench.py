@@ -303,3 +303,65 @@ def test_coordinated_a_refused_declared_file_is_retried_then_left(
     assert len(tried) == 4 and {c["hook_event_name"] for c in tried} == {"PreToolUse"}
     changed = git(checkout, "diff", "--name-only", "main", "HEAD").splitlines()
     assert changed == [issue.paths[1]]
+
+
+SPEAKER = """
+import json, sys
+sys.path.insert(0, {root!r})
+from projektor_agent import harnesses
+harness = harnesses.named({harness!r})
+raw = sys.stdin.buffer.read().decode("utf-8")
+with open({log!r}, "a") as log:
+    bom = raw.startswith("\\ufeff")
+    log.write(json.dumps({{"bom": bom, "payload": harnesses.loads(raw)}}) + "\\n")
+edit = harness.read(harnesses.loads(raw))
+if edit and any(path.endswith({refused!r}) for path in edit.paths):
+    sys.exit(harness.block("held by issue 9 (agent other, live); choose another file"))
+"""
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "cursor", "copilot"])
+def test_coordinated_it_speaks_each_clis_hooks_and_obeys_their_refusals(
+    bench: tuple[Path, Plan, Path], harness: str
+) -> None:
+    """The hooks named in each CLI's own file (as ``projektor run --hooks NAME`` writes
+    it) get that CLI's payload, read here by projektor's own adapter; a refusal said
+    that CLI's way is obeyed: the declared file tried again, then left."""
+    from projektor_agent import hook_install
+
+    repo, plan, path = bench
+    issue = plan.issues[0]
+    issue.paths, issue.extra, issue.alternatives = [CHANGELOG, issue.paths[0]], [], []
+    plan.save(path)
+    checkout = worktree(repo, "one")
+    log = repo.parent / "hook.log"
+    script = repo.parent / "speaker.py"
+    script.write_text(
+        SPEAKER.format(root=str(ROOT), harness=harness, log=str(log), refused=CHANGELOG)
+    )
+    installed = hook_install.install(harness, checkout)
+    written = installed.path.read_text().replace(
+        hook_install.command_line(harness).replace("\\", "\\\\"), f"{sys.executable} {script}"
+    )
+    installed.path.write_text(written)
+    assert str(script) in written
+    done = agent(checkout, path, issue.key, "--coordinated", "--harness", harness)
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    edits = [harnesses_read(harness, call["payload"]) for call in calls]
+    assert None not in edits  # every payload one the CLI's adapter reads as an edit
+    tried = [paths for paths in edits if paths and any(p.endswith(CHANGELOG) for p in paths)]
+    assert len(tried) == 4  # once, then three times again
+    assert all(call["bom"] == (harness == "cursor") for call in calls)
+    changed = git(checkout, "diff", "--name-only", "main", "HEAD").splitlines()
+    assert changed == [issue.paths[1]]
+    assert "refused" in done.stderr
+
+
+def harnesses_read(harness: str, payload: dict) -> list[str] | None:
+    from projektor_agent import harnesses
+
+    edit = harnesses.named(harness).read(payload)
+    if edit is None or (edit.progress and harness == "claude-code"):
+        return [] if edit is not None else None
+    return edit.paths

@@ -1,11 +1,13 @@
 """The fleet experiment: does Projektor prevent merge conflicts? (``benchmarks.fleet_experiment``)
 
     python manage.py bench_fleet [--runners N] [--issues M] [--seed S] [--quick] [--json PATH]
+                                 [--harness claude-code|codex|gemini|cursor|copilot]
 
 Runs N runners with the workbench's scripted agent over M issues of a generated
-repository, coordinated then uncoordinated, each on a fresh database beside the one
-configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite files) and its own
-gunicorn; prints both side by side, and fails when the coordinated condition misses
+repository, coordinated (the agent speaking to the edit-time hooks of the agent CLI
+``--harness``, Claude Code's by default) then uncoordinated, each on a fresh database
+beside the one configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite
+files) and its own gunicorn; prints both side by side, and fails when the coordinated condition misses
 the bar (a conflicting integration, work done twice, a crashed agent's issue left
 unfinished or finished by that agent's own runner, an issue not done, issues per minute
 under 0.8 × the uncoordinated condition's when both ran) or any 5xx was answered.
@@ -22,6 +24,7 @@ from django.db import connection
 from benchmarks import fleet_experiment as experiment
 from benchmarks import server
 from benchmarks.management.commands.bench import positive_float, positive_int
+from demo.workbench import speech
 
 
 class Command(BaseCommand):
@@ -57,6 +60,12 @@ class Command(BaseCommand):
             help="run only this condition (repeatable; default both)",
         )
         parser.add_argument(
+            "--harness",
+            choices=speech.HARNESSES,
+            help="the agent CLI whose hooks the coordinated agents speak to "
+            f"(default {default.harness})",
+        )
+        parser.add_argument(
             "--quick", action="store_true", help="small, with every ingredient (for CI)"
         )
         parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -81,6 +90,7 @@ class Command(BaseCommand):
             seed=options["seed"],
             ttl=options["ttl"],
             time_cap=options["time_cap"],
+            harness=options["harness"],
         )
         conditions = tuple(
             name
