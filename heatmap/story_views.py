@@ -17,6 +17,7 @@ from django.utils import timezone
 from coordination.models import MAX_ID, Agent, Issue, Project, Workspace
 from coordination.services import operators
 from heatmap import figures, health, selectors, story
+from heatmap import resources as resource_pages
 from heatmap.forms import BoardForm, PathForm, ReviewForm, WindowForm
 from heatmap.timeline import Links, timeline
 from heatmap.views import presets, window_form, workspace_or_404
@@ -110,6 +111,7 @@ def issue_page(request: HttpRequest, slug: str, issue_id: int) -> HttpResponse:
         "pr_url": pr_url(report),
         "timeline": timeline(told, links_for(workspace)),
         "timeline_limit": story.TIMELINE_LIMIT,
+        "resource_holds": resource_pages.issue_holds(workspace, issue),
         "review": review,
     }
     return render(request, "heatmap/issue.html", context, status=status)
@@ -162,6 +164,7 @@ def agent_page(request: HttpRequest, slug: str, name: str) -> HttpResponse:
         since=since,
         until=until,
         story=story.agent_story(workspace, agent, since=since, until=until),
+        resource_holds=resource_pages.agent_holds(workspace, agent),
     )
     return render(request, "heatmap/agent.html", context)
 

@@ -15,6 +15,7 @@ from typing import Any
 from coordination import actors
 from coordination.actors import Actor
 from coordination.models import ClaimConflict, Event
+from heatmap.resources import slot_words
 from heatmap.story import IssueStory
 
 # "<Lease|Claims> of <holder> <how it was released>", with the reason as recorded.
@@ -33,8 +34,10 @@ TONE = {
     "wip.denied": "bad",
     "run.not_started": "bad",
     "conflict": "bad",
+    "resource.refused": "bad",
     "lease.granted": "good",
     "claims.granted": "good",
+    "resource.acquired": "good",
     "issue.transitioned": "info",
 }
 
@@ -213,9 +216,50 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
             if resolved_by
             else [Part("Unblocked: its last blocking link was removed")]
         )
+    elif kind.startswith("resource."):
+        parts = resource_parts(kind, data, first, holder, links)
     else:
         parts = [Part(kind), Part(" by "), actor]
     return Entry(at=event.occurred_at, kind=kind, parts=parts, detail=detail)
+
+
+def units_of(data: dict[str, Any], name: Part) -> list[Part]:
+    """``2 units of db:test`` (one: the resource alone)."""
+    units = data.get("units")
+    return [Part(f"{units} units of "), name] if units not in (None, 1) else [name]
+
+
+def resource_parts(
+    kind: str, data: dict[str, Any], first: Part, holder: Part, links: Links
+) -> list[Part]:
+    """A resource's hold taken, released or refused for the issue (invariant 20 (resources
+    are counted)): ``coder-1 acquired 2 units of db:test (slots 0–1, fence 3)``."""
+    name = Part(str(data.get("resource", "a resource")), code=True)
+    if kind == "resource.acquired":
+        slots = slot_words(list(data.get("slots", [])))
+        fence = Part(f" ({slots}, fence {data.get('fence')})")
+        return [first, Part(" acquired "), *units_of(data, name), fence]
+    if kind == "resource.released":
+        reason = str(data.get("reason", ""))
+        how = RELEASED.get(reason, f"released {reason}")
+        parts = [Part("Hold on "), name, Part(" of "), holder, Part(f" {how}")]
+        parts += taker(reason, data.get("by"), links)
+        if data.get("operator"):
+            parts += [Part(" by "), actor_part(actors.operator(str(data["operator"])), links)]
+        return parts
+    if kind == "resource.refused":
+        held = [
+            agent_part(hold.get("agent"), links, "a session")
+            for hold in data.get("holders", [])[:8]
+        ]
+        parts = [first, Part(" was refused "), *units_of(data, name)]
+        parts.append(Part(f": {data.get('available')} free"))
+        if data.get("waiting"):
+            parts.append(Part(f", {data.get('waiting')} waiting"))
+        for index, who in enumerate(held):
+            parts += [Part(", held by " if index == 0 else ", "), who]
+        return parts
+    return [Part(kind), Part(" "), name]
 
 
 def conflict_entry(row: ClaimConflict, issue_id: int, links: Links) -> Entry:

@@ -18,6 +18,7 @@ from coordination.models import FileClaim, IssueLease, Project, Workspace
 from coordination.selectors import dashboard
 from coordination.selectors.access import workspaces_visible_to
 from heatmap import figures, health, selectors
+from heatmap import resources as resource_pages
 from heatmap.forms import HeatmapForm, WindowForm
 
 PRESETS = (("24 h", timedelta(hours=24)), ("7 d", timedelta(days=7)), ("30 d", timedelta(days=30)))
@@ -207,6 +208,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
             figures.REASON_COLOURS,
         ),
     ]
+    resources = resource_pages.resources_now(*window)
     context = {
         "nav": "health",
         "workspace": workspace,
@@ -235,6 +237,17 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
             }
             for chart_id, daily, title, colours in charts
         ],
+        "resources": resources,
+        "refusals_figure": figures.as_data(
+            figures.daily_bars(
+                resources.refusals,
+                title="Refused resource calls per day",
+                colours={},
+                height=260,
+            )
+        )
+        if resources.resources
+        else None,
         "run_counts": health.troubled_run_counts(*window),
         "runs": dashboard.troubled_runs([workspace], since=since, until=until, per_workspace=15),
     }

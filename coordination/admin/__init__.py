@@ -5,6 +5,7 @@ from coordination.admin import (  # noqa: F401  (register)
     fleet,
     issues,
     logs,
+    resources,
     sessions,
     tracker,
     webhooks,

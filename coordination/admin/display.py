@@ -212,3 +212,13 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
     if seconds < 172800:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} d ago"
+
+
+def units_and_slots(hold: Any) -> SafeString:
+    """A resource hold's units, its slot numbers below them (``slots 0, 1``), every one
+    on hover."""
+    slots = ", ".join(str(slot) for slot in hold.slots)
+    noun = "slot" if len(hold.slots) == 1 else "slots"
+    return format_html(
+        '{}<br><span class="quiet">{}</span>', hold.units, clip(f"{noun} {slots}", 16)
+    )

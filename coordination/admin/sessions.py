@@ -98,6 +98,35 @@ class WorktreeLockInline(HoldingInline):
     acquired = display.dated("acquired_at", "acquired")
 
 
+class ResourceHoldInline(HoldingInline):
+    """Resource holds (invariant 20 (resources are counted)), of a session or of a resource."""
+
+    model = m.ResourceHold
+    verbose_name_plural = "resource holds"
+    related = ("resource", "issue", "session__agent")
+    fields = readonly_fields = ("hold", "holder_cell", "issue_or_none", "units_cell", "released")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        state = display.session_state("session__")
+        return super().get_queryset(request).annotate(holder_state=state)
+
+    @admin.display(description="hold")
+    def hold(self, row: m.ResourceHold) -> SafeString:
+        return display.admin_link(row, f"{row.resource.name} · hold {row.pk}")
+
+    @admin.display(description="holder")
+    def holder_cell(self, row: m.ResourceHold) -> SafeString:
+        return display.holder(row, stacked=False)
+
+    @admin.display(description="issue")
+    def issue_or_none(self, row: m.ResourceHold) -> SafeString | str:
+        return display.NONE if row.issue is None else self.issue_cell(row)
+
+    @admin.display(description="units")
+    def units_cell(self, row: m.ResourceHold) -> SafeString:
+        return display.units_and_slots(row)
+
+
 class RunInline(HoldingInline):
     model = m.Run
     related = ("issue", "worktree")
@@ -154,7 +183,7 @@ class AgentSessionAdmin(StateAdmin):
         "ended",
         "lists",
     ]
-    inlines = [LeaseInline, FileClaimInline, WorktreeLockInline, RunInline]
+    inlines = [LeaseInline, FileClaimInline, WorktreeLockInline, ResourceHoldInline, RunInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[m.AgentSession]:
         return (
@@ -234,7 +263,7 @@ class AgentSessionAdmin(StateAdmin):
     @admin.display(description="everything it held")
     def lists(self, obj: m.AgentSession) -> SafeString:
         """Links to the lists of everything the session held, past the inlines' rows."""
-        models = [m.IssueLease, m.FileClaim, m.WorktreeLock, m.Run]
+        models = [m.IssueLease, m.FileClaim, m.WorktreeLock, m.ResourceHold, m.Run]
         return format_html_join(
             " · ",
             '<a href="{}?session__id__exact={}">{}</a>',

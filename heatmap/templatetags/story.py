@@ -1,5 +1,6 @@
 """Small filters for the story pages."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -9,6 +10,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
+
+from heatmap.resources import slot_words
 
 register = template.Library()
 
@@ -44,6 +47,19 @@ def path_breaks(path: str) -> SafeString:
     """The path with a line-break opportunity after each ``/``, so that a narrow card
     wraps it between segments, never inside a name."""
     return mark_safe("/<wbr>".join(escape(segment) for segment in str(path).split("/")))
+
+
+@register.filter
+def name_breaks(name: str) -> SafeString:
+    """A resource's name with a line-break opportunity after each ``:``, ``-``, ``.``
+    and ``_``, so a long one wraps between its words in a narrow column."""
+    return mark_safe(re.sub(r"([:._-])", r"\1<wbr>", escape(str(name))))
+
+
+@register.filter
+def slots(numbers: list[int]) -> str:
+    """A hold's slot numbers, runs as ranges: ``slots 0–3``."""
+    return slot_words(numbers)
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,17 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             session=session,
             agent=agent,
         )
+        resource = m.Resource.objects.create(workspace=workspace, name=f"db-{n}", capacity=2)
+        m.ResourceHold.objects.create(
+            workspace=workspace,
+            resource=resource,
+            session=session,
+            agent=agent,
+            issue=issue,
+            units=1,
+            slots=[0],
+            **done,
+        )
         ApiKey.issue(workspace, f"key-{n}")
         event = m.Event.objects.create(
             workspace=workspace,
@@ -225,6 +236,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
             "pr_link": "https://git.example.com/projektor/pull/42",
         },
     )
+    crowd_resources(workspace, crew, worked)
     for session in crew[1::3]:
         expire(session)  # stale: crashed, still holding
     for session in crew[2::3]:
@@ -233,6 +245,32 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
         ApiKey.issue(workspace, f"fleet key for the nightly release pipeline {n}")
     crowd_webhooks(workspace)
     return {"stale": crew[1], "reported": reported}
+
+
+def crowd_resources(workspace, crew, worked) -> None:
+    """A long-named pool held in full (wide slot lists), a test database one agent
+    holds, and a hold released: every holder state the lists show."""
+    from coordination.services import resources
+
+    pool = resources.create_resource(
+        workspace=workspace,
+        name="ports:integration-release-candidate-services",
+        capacity=12,
+        description="Ports 8100-8111 of the integration host, one per service under test. " * 3,
+    )
+    resources.create_resource(workspace=workspace, name="db:test", capacity=1)
+    issues = dict(worked)
+    for session, units in zip(crew[:3], (8, 3, 1), strict=True):
+        resources.acquire(
+            workspace=workspace,
+            name=pool.name,
+            session_id=session.pk,
+            units=units,
+            issue_id=issues[session].pk if session in issues else None,
+        )
+    resources.acquire(workspace=workspace, name="db:test", session_id=crew[3].pk)
+    resources.release(workspace=workspace, name="db:test", session_id=crew[3].pk)
+    resources.acquire(workspace=workspace, name="db:test", session_id=crew[4].pk)
 
 
 def file_claims_of(issue) -> list[str]:

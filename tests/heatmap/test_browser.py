@@ -6,6 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from coordination.models import Resource
 from tests.conftest import BROWSER_WAIT
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,8 +71,10 @@ def test_manager_logs_in_drills_into_the_heatmap_and_reads_health(browser, live_
         )
     )
     plots = driver.find_elements(By.CSS_SELECTOR, "[data-figure] svg.main-svg")
-    assert len(driver.find_elements(By.CSS_SELECTOR, "[data-figure]")) == 5
-    assert len(plots) >= 5
+    # The load, four daily series, and the resources' refusals when the demo has some.
+    expected = 5 + Resource.objects.filter(workspace__slug="demo").exists()
+    assert len(driver.find_elements(By.CSS_SELECTOR, "[data-figure]")) == expected
+    assert len(plots) >= expected
     assert driver.find_elements(By.CSS_SELECTOR, "#chart-conflicts g.trace.bars path")
     driver.set_window_size(1400, driver.execute_script("return document.body.scrollHeight"))
     driver.save_screenshot(str(tmp_path / "health.png"))

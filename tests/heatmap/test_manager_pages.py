@@ -161,7 +161,7 @@ def test_a_card_lists_three_held_paths_breakable_at_each_slash_and_counts_the_re
 
 # The non-ASCII characters the pages may use: each in DejaVu Sans, which Debian's
 # chromium has; an emoji-only mark (⏸ U+23F8) renders there as an empty box.
-TEXT_FONT_MARKS = set("·—…“”→←✕×●▸▾")
+TEXT_FONT_MARKS = set("·—–…“”→←✕×●▸▾")
 PAGE_SOURCES = [
     *sorted((ROOT / "templates").rglob("*.html")),
     *sorted((ROOT / "heatmap" / "static" / "heatmap").glob("*")),

@@ -13,6 +13,7 @@ from coordination.models import (
     FileClaim,
     IssueLease,
     Message,
+    ResourceHold,
     Run,
     WipCapDenial,
     Worktree,
@@ -24,7 +25,8 @@ from tests.coordination.admin_helpers import act, bar, populate, url
 pytestmark = pytest.mark.django_db
 
 STATE_MODELS = [
-    AgentSession, IssueLease, FileClaim, WorktreeLock, Run, ClaimConflict, WipCapDenial, Event
+    AgentSession, IssueLease, FileClaim, WorktreeLock, ResourceHold, Run, ClaimConflict,
+    WipCapDenial, Event,
 ]  # fmt: skip
 COORDINATION_MODELS = [
     model for model in admin.site._registry if model._meta.app_label == "coordination"

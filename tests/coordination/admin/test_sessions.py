@@ -6,8 +6,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from coordination.admin.sessions import NewestFormSet
-from coordination.models import AgentSession, FileClaim, IssueLease, Run, Worktree, WorktreeLock
-from coordination.services import agents, file_claims, leases, runs
+from coordination.models import (
+    AgentSession,
+    FileClaim,
+    IssueLease,
+    ResourceHold,
+    Run,
+    Worktree,
+    WorktreeLock,
+)
+from coordination.services import agents, file_claims, leases, resources, runs
 from tests.conftest import expire
 from tests.coordination.admin_helpers import url
 
@@ -47,19 +55,30 @@ def test_the_session_page_shows_its_times_state_and_holdings(
     )
     run = runs.dispatch_run(workspace=workspace, session_id=session.pk, issue_id=run_on.pk)
     lock = WorktreeLock.objects.get()
+    resources.create_resource(workspace=workspace, name="ports", capacity=4)
+    hold = resources.acquire(
+        workspace=workspace, name="ports", session_id=session.pk, units=2, issue_id=leased.pk
+    ).hold
 
     response = operator.get(url(AgentSession, "change", session.pk))
     page = response.content.decode()
     for label in ("Started:", "Last heartbeat:", "Ended:", "State:"):
         assert label in page
     assert "s ago</span>" in page and 'class="state state-live">live<' in page
-    for row in (IssueLease.objects.get(issue=leased), FileClaim.objects.get(), lock, run):
+    for row in (IssueLease.objects.get(issue=leased), FileClaim.objects.get(), lock, hold, run):
         assert url(type(row), "change", row.pk) in page  # each row links to its own page
     assert "src/held.py" in page and f"#{leased.pk} Leased" in page
+    assert f"ports · hold {hold.pk}" in page and "slots 0, 1" in page
     assert f"?session__id__exact={session.pk}" in page
     assert 'type="submit" value="Save"' not in page and "DELETE" not in page
     inlines = response.context["inline_admin_formsets"]
-    assert [inline.opts.model for inline in inlines] == [IssueLease, FileClaim, WorktreeLock, Run]
+    assert [inline.opts.model for inline in inlines] == [
+        IssueLease,
+        FileClaim,
+        WorktreeLock,
+        ResourceHold,
+        Run,
+    ]
     for inline in inlines:  # read-only, for superusers too
         assert not (inline.has_add_permission or inline.has_change_permission)
         assert not inline.has_delete_permission
