@@ -71,6 +71,13 @@ class Event(models.Model):
             models.Index(fields=["workspace", "id"], name="event_cursor"),
             # An issue's timeline.
             models.Index(fields=["issue", "id"], name="event_issue"),
+            # The resources' refusals per day (health page, /metrics): a few rows of a
+            # large log, indexed alone so that no other write pays for it.
+            models.Index(
+                fields=["workspace", "occurred_at"],
+                condition=models.Q(type="resource.refused"),
+                name="event_resource_refusals",
+            ),
         ]
 
     def __str__(self) -> str:

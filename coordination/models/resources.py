@@ -91,7 +91,7 @@ class ResourceHold(Holding):
         ]
 
     def __str__(self) -> str:
-        return f"hold {self.pk} of {self.units} on resource {self.resource_id}"
+        return f"{self.resource.name} · hold {self.pk}"
 
 
 class ResourceWait(models.Model):

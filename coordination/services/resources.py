@@ -31,7 +31,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Q
 
-from coordination import feed
+from coordination import actors, feed
 from coordination.errors import (
     HoldNotHeld,
     InvalidInput,
@@ -53,7 +53,7 @@ from coordination.models import (
 from coordination.models.resources import MAX_CAPACITY, NAME_PATTERN
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, fences
+from coordination.services import events, fences, messages
 
 MAX_WAIT_SECONDS = 60
 # A waiter looks again after HEAD_LOOK_SECONDS × its place in line (the head, which is
@@ -388,18 +388,34 @@ def release_session_holds(*, session: AgentSession, reason: str) -> None:
 
 
 def force_release(*, hold: ResourceHold, operator: str) -> bool:
-    """An operator's release (the admin): ``released``, the person named in the event."""
+    """An operator's release (the admin): ``released``, the person named in the event, and
+    the holder told (its agent, and the issue the hold served), as a forced lease is."""
     with events.change():
         locked = (
             ResourceHold.objects.unreleased()
             .select_for_update(no_key=True, of=("self",))
-            .select_related("resource")
+            .select_related("resource", "agent", "workspace")
             .filter(pk=hold.pk)
             .first()
         )
         if locked is None:
             return False
         end_holds([locked], reason=ReleaseReason.RELEASED, extra={"operator": operator})
+        body = (
+            f"{actors.operator(operator).at_sentence_start} released the hold {locked.pk} of "
+            f"{locked.units} unit(s) of {locked.resource.name} (slots "
+            f"{', '.join(map(str, locked.slots))}): they may be another's now."
+        )
+        scopes = [f"agent:{locked.agent.name}"] if locked.agent is not None else []
+        scopes += [messages.issue_scope(locked.issue_id)] if locked.issue_id else []
+        for scope in scopes:
+            messages.record_message(
+                workspace=locked.workspace,
+                scope=scope,
+                body=body,
+                session=None,
+                operator=operator,
+            )
     return True
 
 

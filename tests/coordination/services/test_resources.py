@@ -15,7 +15,7 @@ from coordination.errors import (
     SessionNotLive,
     StaleFence,
 )
-from coordination.models import Event, ReleaseReason, ResourceHold, ResourceWait
+from coordination.models import Event, Message, ReleaseReason, ResourceHold, ResourceWait
 from coordination.services import agents, resources
 from tests.conftest import expire
 
@@ -266,3 +266,21 @@ def wait_until(condition, timeout=30.0):
     while not condition():
         assert time.monotonic() < end, "the condition never held"
         time.sleep(0.01)
+
+
+def test_an_operators_force_release_frees_the_units_and_tells_the_holder(
+    workspace, db_test, make_session, issue
+):
+    a, b = make_session("a"), make_session("b")
+    hold = acquire(workspace, a, units=3, issue_id=issue.pk).hold
+    assert resources.force_release(hold=hold, operator="ops")
+    hold.refresh_from_db()
+    assert hold.release_reason == ReleaseReason.RELEASED
+    released = Event.objects.get(type="resource.released")
+    assert released.data["operator"] == "ops" and released.session_id == a.pk
+    told = {message.scope: message.body for message in Message.objects.all()}
+    assert set(told) == {"agent:a", f"issue:{issue.pk}"}
+    assert "db:test" in told["agent:a"] and "ops" in told["agent:a"]
+    assert acquire(workspace, b, units=3).created  # the units are free
+    assert not resources.force_release(hold=hold, operator="ops")  # once only
+    assert str(hold) == f"db:test · hold {hold.pk}"
