@@ -7,10 +7,11 @@ Runs N runners with the workbench's scripted agent over M issues of a generated
 repository, coordinated (the agent speaking to the edit-time hooks of the agent CLI
 ``--harness``, Claude Code's by default) then uncoordinated, each on a fresh database
 beside the one configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite
-files) and its own gunicorn; prints both side by side, and fails when the coordinated condition misses
-the bar (a conflicting integration, work done twice, a crashed agent's issue left
-unfinished or finished by that agent's own runner, an issue not done, issues per minute
-under 0.8 × the uncoordinated condition's when both ran) or any 5xx was answered.
+files) and its own gunicorn; prints both side by side, and fails when the coordinated
+condition misses the bar (a conflicting integration, work done twice, a crashed agent's
+issue left unfinished or finished by that agent's own runner, an issue not done, issues
+per minute under 0.8 × the uncoordinated condition's when both ran) or any 5xx was
+answered.
 """
 
 import json
