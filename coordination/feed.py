@@ -27,8 +27,13 @@ runs at a time and ids become visible in id order: the read is the plain query.
 database connection or transaction while it waits: it closes the connection and sleeps
 on a condition that a commit wakes. A commit through this process wakes it at once;
 a commit through another app server wakes it through PostgreSQL's ``LISTEN/NOTIFY``,
-heard by one listener thread per process; SQLite has no notifications, so there the
-wait re-reads every quarter of a second.
+heard by one listener thread per process. SQLite has no notifications, and its app
+servers share one machine: there a commit that wrote events appends a byte to a signal
+file beside the database (``<database>-events``), and one watcher thread per process
+looks at the file's size and time every ``WATCH_SECONDS`` (a ``stat``, no query) and
+wakes the waiters when they change. Either way a waiter re-reads now and then without
+being woken (``LISTENING_POLL_SECONDS``), in case a signal was lost; without a listener
+or watcher (a database in memory) every ``POLL_SECONDS``.
 """
 
 import logging
@@ -36,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -59,6 +65,10 @@ LISTENING_POLL_SECONDS = 5.0
 WRITERS_BOUND_SECONDS = 1.0
 # How often the listener looks up from its notifications to see whether to stop.
 LISTENER_CHECK_SECONDS = 1.0
+# How often SQLite's watcher looks at the signal file; past this size a committer
+# empties it (a change of size either way is the signal).
+WATCH_SECONDS = 0.05
+SIGNAL_FILE_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -168,13 +178,40 @@ def release_connection() -> None:
 
 def committed(workspace_ids: list[int]) -> None:
     """After a commit that wrote events (``services.events``): tell the other app
-    servers (PostgreSQL NOTIFY, in its own statement) and wake this one's waiters."""
+    servers (PostgreSQL NOTIFY, in its own statement; SQLite's signal file) and wake
+    this one's waiters."""
     wakeups.wake()
     if connection.vendor == "postgresql":
         try:
             execute(sql.notify(workspace_ids=workspace_ids))
         except DatabaseError as error:  # they re-read on their own within seconds
             log.warning("could not notify event waiters: %s", error)
+        return
+    path = signal_path()
+    if path is not None:
+        try:
+            with path.open("ab") as signal:
+                if signal.tell() >= SIGNAL_FILE_LIMIT:
+                    signal.truncate(0)
+                signal.write(b".")
+        except OSError as error:  # they re-read on their own within seconds
+            log.warning("could not signal event waiters: %s", error)
+
+
+def signal_path() -> Path | None:
+    """SQLite's signal file, beside its database file; None for a database in memory."""
+    name = str(connections["default"].settings_dict["NAME"])
+    if connection.vendor != "sqlite" or not name or name.startswith("file:") or ":memory:" in name:
+        return None
+    return Path(f"{name}-events")
+
+
+def signature(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
 
 
 class Wakeups:
@@ -205,20 +242,36 @@ class Wakeups:
         return LISTENING_POLL_SECONDS if self.listening else POLL_SECONDS
 
     def ensure_listener(self) -> None:
-        """Start the PostgreSQL listener on first use (after gunicorn forked us)."""
-        if connection.vendor != "postgresql":
+        """Start the PostgreSQL listener, or SQLite's watcher of the signal file, on first
+        use (after gunicorn forked us)."""
+        path = None if connection.vendor == "postgresql" else signal_path()
+        if connection.vendor != "postgresql" and path is None:
             return
         with self._condition:
             if self._listener is not None and self._listener.is_alive():
                 return
             self._stopping = threading.Event()
             self._listener = threading.Thread(
-                target=self._listen,
-                args=(self._stopping,),
+                target=self._listen if path is None else self._watch,
+                args=(self._stopping,) if path is None else (self._stopping, path),
                 name="projektor-events-listener",
                 daemon=True,
             )
             self._listener.start()
+
+    def _watch(self, stopping: threading.Event, path: Path) -> None:
+        """SQLite's listener: the signal file's size and time, every ``WATCH_SECONDS``."""
+        seen = signature(path)
+        self.listening = True
+        self.wake()  # anything signalled before the first look: waiters re-read
+        try:
+            while not stopping.wait(WATCH_SECONDS):
+                now = signature(path)
+                if now != seen:
+                    seen = now
+                    self.wake()
+        finally:
+            self.listening = False
 
     def stop(self, timeout: float = 10.0) -> None:
         """End the listener and close its connection; the next wait starts another.

@@ -2,6 +2,8 @@
 for the next event without holding a database connection, woken by this process's
 commits, by PostgreSQL's notifications, or by SQLite's poll."""
 
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -295,12 +297,48 @@ def test_the_listener_reconnects_after_losing_its_connection(workspace, monkeypa
 
 
 @pytest.mark.django_db
-def test_sqlite_starts_no_listener():
+def test_sqlite_waiters_are_woken_by_another_processs_signal_not_by_polling():
+    """SQLite has no NOTIFY: a commit that wrote events appends to a signal file beside
+    the database, and each process's watcher wakes its waiters when the file changes."""
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's behaviour")
+    path = feed.signal_path()
+    assert path is not None and path.name.endswith("-events")
     wakeups = feed.Wakeups()
-    wakeups.wait(wakeups.generation(), timeout=0.01)
-    assert wakeups._listener is None and wakeups.poll_seconds() == feed.POLL_SECONDS
+    try:
+        wakeups.wait(wakeups.generation(), timeout=0.01)  # starts the watcher
+        wait_until(lambda: wakeups.listening, DEADLINE, "the watcher")
+        assert wakeups.poll_seconds() == feed.LISTENING_POLL_SECONDS
+        seen = wakeups.generation()
+        woken = threading.Event()
+
+        def waiter() -> None:
+            wakeups.wait(seen, timeout=DEADLINE)
+            woken.set()
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        # Another app server's commit: a process of its own appends to the file.
+        subprocess.run([sys.executable, "-c", f"open({str(path)!r}, 'ab').write(b'.')"], check=True)
+        assert woken.wait(DEADLINE) and wakeups.generation() != seen
+        thread.join(DEADLINE)
+    finally:
+        wakeups.stop()
+    assert not wakeups.listening
+
+
+@pytest.mark.django_db
+def test_a_commit_that_wrote_events_signals_sqlite_waiters(workspace, monkeypatch):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's behaviour")
+    path = feed.signal_path()
+    assert path is not None
+    before = path.stat().st_size if path.exists() else 0
+    feed.committed([workspace.pk])
+    assert path.stat().st_size == before + 1
+    monkeypatch.setattr(feed, "SIGNAL_FILE_LIMIT", before + 1)  # full: emptied, then one
+    feed.committed([workspace.pk])
+    assert path.stat().st_size == 1
 
 
 def test_a_wake_ends_every_wait_on_the_generation_it_saw(monkeypatch):
