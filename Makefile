@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/projektor
 TEST_ENV := SECRET_KEY=test-only-secret-key PROJEKTOR_SESSION_TTL_SECONDS=120
 
-.PHONY: run key serve test test-sqlite test-postgres lint bench bench-fleet bench-claims bench-heatmap bench-webhooks browser prometheus install clean
+.PHONY: run key serve test test-sqlite test-postgres lint bench bench-fleet bench-claims bench-heatmap bench-runner bench-webhooks browser prometheus install clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -159,6 +159,12 @@ bench-heatmap: install
 	rm -f /tmp/projektor-bench-heatmap.sqlite3*
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py migrate -v0
 	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-heatmap.sqlite3 $(BIN)/python manage.py bench_heatmap $(HEATMAP_ARGS)
+
+# A runner's own CPU while its agent works, beside the server's, on a scratch SQLite file.
+bench-runner: install
+	rm -f /tmp/projektor-bench-runner.sqlite3*
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-runner.sqlite3 $(BIN)/python manage.py migrate -v0
+	$(TEST_ENV) DATABASE_URL=sqlite:////tmp/projektor-bench-runner.sqlite3 $(BIN)/python manage.py bench_runner
 
 # Webhook deliveries per second to a local receiver, on PostgreSQL and on SQLite.
 bench-webhooks: install
