@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet
 
 from coordination import actors, feed
 from coordination.errors import (
@@ -99,7 +99,8 @@ def update_resource(
     resource = get_resource(workspace, name)
     if changes:
         Resource.objects.filter(pk=resource.pk).update(**changes)
-        feed.wakeups.wake()  # a raised capacity may serve this process's waiters
+        # A raised capacity may serve calls waiting on any app server: wake them all.
+        feed.committed([workspace.pk])
     return get_resource(workspace, name)
 
 
@@ -132,7 +133,7 @@ def live_holds(resource: Resource) -> list[ResourceHold]:
     )
 
 
-def live_waits(resource: Resource) -> Any:
+def live_waits(resource: Resource) -> QuerySet[ResourceWait]:
     """The line: calls waiting now, first come first."""
     return (
         ResourceWait.objects.filter(resource=resource, deadline__gt=DbNow())
@@ -253,7 +254,9 @@ def attempt(
         others_waiting = live_waits(locked).exclude(session=session)
         ahead = others_waiting.filter(pk__lt=line) if line is not None else others_waiting
         if ahead.exists() or units > available:
-            waiting = live_waits(locked).exclude(pk=line).count()  # not this call's own
+            in_line = live_waits(locked)
+            # Not this call's own place in line.
+            waiting = (in_line if line is None else in_line.exclude(pk=line)).count()
             return Refusal(locked, live, available, waiting=waiting)
         taken = {slot for hold in live for slot in hold.slots}
         slots = [slot for slot in range(locked.capacity) if slot not in taken][:units]
