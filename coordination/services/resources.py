@@ -15,9 +15,11 @@ nobody waits. A waiter sleeps between looks giving its place among the server's 
 requests up (``coordination.idle``), woken by any commit that wrote events
 (``feed.wakeups``: this process's at once, another's through PostgreSQL's NOTIFY) and
 looking at most once per ``HEAD_LOOK_SECONDS`` × its place in line (up to
-``LINE_LOOK_SECONDS``): the head, the only one that can be served, takes the lock only
-when the units fit. A waiter keeps its connection (no transaction) until its call
-ends; the app server's middleware closes it then.
+``LINE_LOOK_SECONDS``): the head, the only one that can be served, looks every
+``HEAD_LOOK_SECONDS`` and takes the lock only when the units fit; the others look when a
+commit wakes them, or after ``QUIET_LOOK_SECONDS``. The few nearest the front keep their
+connection between looks (no transaction); the others close it, so a long line holds
+few connections.
 """
 
 from __future__ import annotations
@@ -56,11 +58,13 @@ from coordination.selectors.sessions import is_live
 from coordination.services import events, fences, messages
 
 MAX_WAIT_SECONDS = 60
-# A waiter looks again after HEAD_LOOK_SECONDS × its place in line (the head, which is
-# served as soon as units are free, most often), at most LINE_LOOK_SECONDS, however
-# often commits wake it.
+# A waiter looks at most once per HEAD_LOOK_SECONDS × its place in line (the head, which
+# is served as soon as units are free, most often), up to once per LINE_LOOK_SECONDS,
+# however often commits wake it.
 HEAD_LOOK_SECONDS = 0.05
 LINE_LOOK_SECONDS = 1.0
+QUIET_LOOK_SECONDS = 5.0  # behind the head, with no commit to wake it
+KEPT_CONNECTION_PLACES = 5  # the head and the few behind it keep their connection
 NAME_HINT = "1 to 64 of a-z, 0-9 and . _ : -, starting with a letter or a digit"
 
 
@@ -308,14 +312,16 @@ def wait_in_line(
             if remaining <= 0:
                 return attempt(resource, session, units=units, issue_id=issue_id, line=line)
             # The head looks most often, and each place behind it less: the line moves
-            # one grant at a time, and a waiter far back has time before its turn.
-            pause = min(LINE_LOOK_SECONDS, HEAD_LOOK_SECONDS * place)
-            # It keeps its connection (it looks again within a second; opening one on
-            # PostgreSQL starts a server process), but holds no transaction meanwhile.
+            # one grant at a time, and a waiter far back has time before its turn. Only
+            # the head looks unwoken soon; the others wait for a commit (a grant, a
+            # release) or, at the longest, QUIET_LOOK_SECONDS.
+            interval = min(LINE_LOOK_SECONDS, HEAD_LOOK_SECONDS * place)
+            unwoken = HEAD_LOOK_SECONDS if place == 1 else QUIET_LOOK_SECONDS
+            if place > KEPT_CONNECTION_PLACES:  # near the front it looks again soon
+                feed.release_connection()
             with idle():  # another request runs meanwhile
-                feed.wakeups.wait(seen, timeout=min(remaining, pause))
-                # However often commits wake it, at most one look per pause.
-                time.sleep(max(0.0, min(looked + pause, end) - time.monotonic()))
+                feed.wakeups.wait(seen, timeout=min(remaining, unwoken))
+                time.sleep(max(0.0, min(looked + interval, end) - time.monotonic()))
     finally:
         ResourceWait.objects.filter(pk=line).delete()
 
