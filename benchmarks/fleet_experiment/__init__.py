@@ -34,12 +34,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.fleet_experiment import scaling
 from benchmarks.fleet_experiment.condition import Condition
 from benchmarks.fleet_experiment.databases import Databases
 from benchmarks.fleet_experiment.report import bar, render
 from benchmarks.fleet_experiment.settings import CONDITIONS, DEFAULT, QUICK, Progress, Settings
 
-__all__ = ["CONDITIONS", "DEFAULT", "QUICK", "Settings", "bar", "quick_or_default", "render", "run"]
+__all__ = [
+    "CONDITIONS",
+    "DEFAULT",
+    "QUICK",
+    "Settings",
+    "bar",
+    "quick_or_default",
+    "render",
+    "run",
+    "run_scaling",
+    "scaling",
+]
 
 
 @contextmanager
@@ -79,6 +91,25 @@ def run(
         finally:
             databases.drop()
     return results
+
+
+def run_scaling(
+    settings: Settings,
+    counts: list[int],
+    settings_dict: dict[str, Any],
+    progress: Progress,
+    keep: Path | None = None,
+) -> dict[str, Any]:
+    """The coordinated condition at each runner count in ``counts``, over one plan of
+    ``settings.issues`` issues (``scaling.plan_issues`` gives a wide enough one)."""
+    with scratch(keep) as where:
+        databases = Databases(settings_dict, where)
+        try:
+            progress("migrating the template database")
+            databases.template()
+            return scaling.run(settings, counts, databases, where, progress)
+        finally:
+            databases.drop()
 
 
 def quick_or_default(quick: bool, **overrides: Any) -> Settings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 
 from benchmarks import server as harness
+from benchmarks.cpu import server_cpu_seconds
 from benchmarks.fleet_experiment.databases import ROOT
 from benchmarks.fleet_experiment.measures import (
     CONFLICTED,
@@ -30,6 +32,8 @@ from benchmarks.fleet_experiment.measures import (
     crash_record,
     git,
     log_errors,
+    machine_ticks,
+    runner_cpu_seconds,
 )
 from benchmarks.fleet_experiment.settings import Progress, Settings
 from demo.fleet.client import PersonClient, Tally
@@ -114,15 +118,23 @@ class Condition:
                 self.person = PersonClient(self.url, self.tally, self.stop, WORKSPACE)
                 if not self.person.log_in(REVIEWER, keys["password"]):
                     raise RuntimeError("the reviewer could not log in")
+                server_before, machine_before = server_cpu_seconds(srv), machine_ticks()
+                bench_before = bench_cpu_seconds()
                 started = time.monotonic()
                 runners = [self.start_runner(agent, key) for agent, key in keys["agents"].items()]
                 try:
                     finished = self.review_until_done(started, runners)
                 finally:
                     wall = time.monotonic() - started
+                    # Over the same window as the wall time: from the runners' start to
+                    # the last issue done (their stop is not counted).
+                    cpu = self.cpu(runners, server_before, server_cpu_seconds(srv))
+                    cpu["machine_busy_share"] = busy_share(machine_before, machine_ticks())
+                    cpu["bench_seconds"] = round(bench_cpu_seconds() - bench_before, 2)
                     exits = self.stop_runners(runners)
                     self.person.close()
                 result = self.measure(wall, finished, exits, runners)
+                result["cpu"] = cpu
                 result["server_errors"] = self.server_errors()
         result["server_log_errors"] = log_errors(log)
         return result
@@ -267,6 +279,27 @@ class Condition:
 
     # --- the measures -----------------------------------------------------------------------
 
+    def cpu(
+        self, runners: list[Runner], server_before: float | None, server_after: float | None
+    ) -> dict[str, Any]:
+        """CPU seconds since the runners started: theirs (own, and their finished
+        children's: the agents, the hooks those ran, git) and the server's (gunicorn's
+        master and workers)."""
+        own = children = 0.0
+        for runner in runners:
+            runner_own, runner_children = runner_cpu_seconds(runner.process.pid)
+            own, children = own + runner_own, children + runner_children
+        server = None
+        if server_before is not None and server_after is not None:
+            server = round(server_after - server_before, 2)
+        return {
+            "runners_seconds": round(own + children, 2),
+            "runners_own_seconds": round(own, 2),
+            "runner_children_seconds": round(children, 2),
+            "server_seconds": server,
+            "cores": os.cpu_count() or 1,
+        }
+
     def pages(self, path: str) -> list[dict[str, Any]]:
         results: list[dict[str, Any]] = []
         page = 1
@@ -369,3 +402,15 @@ class Condition:
             if match:
                 total += int(float(match.group(1)))
         return total
+
+
+def bench_cpu_seconds() -> float:
+    """This process's CPU, every thread: the person polling and accepting."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The machine's busy share of all its cores between two ``machine_ticks``."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total > 0 else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -9,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PROC_STAT = Path("/proc/stat")
 GIVE_BACK = re.compile(r"projektor run: agent (?P<agent>\S+) gave issue (?P<issue>\d+) back: ")
 # A rebase that cannot be made clean: at the landing, or when a claim needed a fresh base.
 CONFLICTED = re.compile(r"conflict|cannot be rebased", re.IGNORECASE)
@@ -68,3 +71,30 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
     ).stdout
+
+
+# --- the CPU a condition spent (Linux /proc; elsewhere every figure is 0) ---------------------
+
+
+def runner_cpu_seconds(pid: int) -> tuple[float, float]:
+    """A runner's own CPU (its Python process: heartbeats, event follow, scans, calls)
+    and its waited-for children's (its agents, the hooks they ran, git): (own, children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0, 0.0
+    own = int(fields[11]) + int(fields[12])  # utime, stime
+    children = int(fields[13]) + int(fields[14])  # cutime, cstime
+    return own / CLOCK_TICKS, children / CLOCK_TICKS
+
+
+def machine_ticks() -> tuple[int, int]:
+    """The machine's CPU so far, every core: (busy, total) jiffies from /proc/stat
+    (idle and iowait are not busy)."""
+    try:
+        line = PROC_STAT.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return 0, 0
+    values = [int(value) for value in line.split()[1:]]
+    total = sum(values[:8])  # user nice system idle iowait irq softirq steal
+    return total - values[3] - values[4], total

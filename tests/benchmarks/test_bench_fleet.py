@@ -41,3 +41,39 @@ def test_the_coordinated_fleet_meets_the_bar(tmp_path: Path) -> None:
     assert coordinated["crashed_taken_over_by_another_runner"] == coordinated["crashes"]
     assert all(crash["waited_seconds"] is not None for crash in coordinated["crash_details"])
     assert "| conflicting integrations" in experiment.render(results)
+
+
+def test_the_scaling_run_measures_each_count(tmp_path: Path) -> None:
+    """``--scaling 1,2`` on a tiny plan: each count's figures are there (no timing asserted)."""
+    settings = replace(experiment.QUICK, issues=4)
+    results = experiment.run_scaling(
+        settings, [1, 2], dict(connection.settings_dict), lambda _: None, tmp_path / "scale"
+    )
+    json.dumps(results)  # what --json writes
+    diagnosis = json.dumps(results["scaling"], indent=1)
+    assert [row["runners"] for row in results["scaling"]] == [1, 2]
+    assert set(results["runs"]) == {"1", "2"}
+    path = results["plan"]["critical_path"]
+    assert path["seconds"] > 0 and path["chain"] and path["links"] >= 1
+    for row in results["scaling"]:
+        assert row["issues"] == 4 and row["issues_done"] == 4, diagnosis
+        for key in (
+            "wall_seconds",
+            "issues_per_minute",
+            "speedup",
+            "runners_cpu_seconds",
+            "runners_own_cpu_seconds",
+            "runner_children_cpu_seconds",
+            "server_cpu_seconds",
+            "runners_cpu_per_issue",
+            "server_cpu_per_issue",
+            "machine_busy_share",
+            "critical_path_seconds",
+            "critical_path_share",
+        ):
+            assert row[key] is not None, (key, diagnosis)
+        assert row["runners_cpu_seconds"] > 0 and row["server_cpu_seconds"] > 0, diagnosis
+        assert 0 < row["machine_busy_share"] <= 1, diagnosis
+    assert results["scaling"][0]["speedup"] == 1.0
+    assert experiment.scaling.misses(results) == [], json.dumps(results["runs"], indent=1)[:6000]
+    assert "| runners" in experiment.scaling.render(results)

@@ -2,6 +2,7 @@
 
     python manage.py bench_fleet [--runners N] [--issues M] [--seed S] [--quick] [--json PATH]
                                  [--harness claude-code|codex|gemini|cursor|copilot]
+                                 [--scaling 1,4,8,16]
 
 Runs N runners with the workbench's scripted agent over M issues of a generated
 repository, coordinated (the agent speaking to the edit-time hooks of the agent CLI
@@ -12,10 +13,19 @@ condition misses the bar (a conflicting integration, work done twice, a crashed 
 issue left unfinished or finished by that agent's own runner, an issue not done, issues
 per minute under 0.8 × the uncoordinated condition's when both ran) or any 5xx was
 answered.
+
+``--scaling 1,4,8,16``: the coordinated condition only, at each runner count, over one
+plan of max(M, 4 × the largest count) issues (M when ``--issues`` is given); prints per
+count issues per minute, the speed-up over the fewest runners, the runners', server's
+and machine's CPU and the plan's critical path (``--json``: a ``scaling`` list), and
+fails when a count misses the coordinated bar (a crash finished by its own runner is
+no miss with one runner). Throughput that falls as runners are added is said, not failed.
 """
 
+import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +36,17 @@ from benchmarks import fleet_experiment as experiment
 from benchmarks import server
 from benchmarks.management.commands.bench import positive_float, positive_int
 from demo.workbench import speech
+
+
+def runner_counts(text: str) -> list[int]:
+    """``1,4,8,16``: distinct positive counts, in increasing order."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of runner counts: {text!r}") from None
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError(f"runner counts must be positive: {text!r}")
+    return counts
 
 
 class Command(BaseCommand):
@@ -69,6 +90,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--quick", action="store_true", help="small, with every ingredient (for CI)"
         )
+        parser.add_argument(
+            "--scaling",
+            type=runner_counts,
+            metavar="N,N,...",
+            help="the coordinated condition at each runner count, on a plan wide enough for "
+            "the largest (4 issues per runner at least)",
+        )
         parser.add_argument("--json", type=Path, help="also write the figures to this file")
         parser.add_argument(
             "--keep",
@@ -93,6 +121,9 @@ class Command(BaseCommand):
             time_cap=options["time_cap"],
             harness=options["harness"],
         )
+        if options["scaling"]:
+            self.scaling(settings, options, progress)
+            return
         conditions = tuple(
             name
             for name in experiment.CONDITIONS
@@ -109,5 +140,25 @@ class Command(BaseCommand):
             options["json"].write_text(json.dumps(results, indent=2) + "\n")
             progress(f"Wrote {options['json']}")
         misses = experiment.bar(results)
+        if misses:
+            raise CommandError("The bar is missed: " + "; ".join(misses))
+
+    def scaling(
+        self, settings: experiment.Settings, options: dict[str, Any], progress: Any
+    ) -> None:
+        counts = options["scaling"]
+        issues = options["issues"] or experiment.scaling.plan_issues(settings, counts)
+        settings = replace(settings, issues=issues)
+        try:
+            results = experiment.run_scaling(
+                settings, counts, dict(connection.settings_dict), progress, options["keep"]
+            )
+        except server.ServerFailed as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(experiment.scaling.render(results))
+        if options["json"]:
+            options["json"].write_text(json.dumps(results, indent=2) + "\n")
+            progress(f"Wrote {options['json']}")
+        misses = experiment.scaling.misses(results)
         if misses:
             raise CommandError("The bar is missed: " + "; ".join(misses))
