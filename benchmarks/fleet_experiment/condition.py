@@ -384,6 +384,8 @@ class Condition:
             "edits_refused": notes["refused"],
             "edits_moved": notes["moved"],
             "edits_left": notes["left"],
+            "starts_refused": notes["starts_refused"],
+            "landing_waits": notes["landing_waits"],
             "runner_exits": exits,
             "client_5xx": sum(n for (_, status), n in self.tally.server_errors().items()),
         }

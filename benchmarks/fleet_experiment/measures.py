@@ -50,12 +50,18 @@ def parse_time(value: str) -> datetime:
 
 
 def agent_notes(runners: list[Runner]) -> dict[str, int]:
-    """What the agents said of refused edits (their stderr passes through the runner's)."""
+    """What the agents said of refused edits (their stderr passes through the runner's),
+    and the runners of refused starts and landings that waited."""
     text = "".join(runner.err.read_text(errors="replace") for runner in runners)
     return {
         "refused": text.count("workbench agent: the hook refused"),
         "moved": len(re.findall(r"workbench agent: .* instead$", text, re.MULTILINE)),
         "left": text.count("is someone else's: left alone"),
+        # The runners' own: a start the server refused (the issue leased, or its declared
+        # files claimed, since the queue was read), and a landing that waited its turn
+        # for the primary worktree.
+        "starts_refused": text.count(" was taken first ("),
+        "landing_waits": text.count("its worktree is busy"),
     }
 
 

@@ -123,6 +123,9 @@ def rows(runs: dict[int, dict[str, Any]], path: dict[str, Any]) -> list[dict[str
                 "critical_path_share": (
                     round(path["seconds"] / base_wall, 3) if path and base_wall else None
                 ),
+                "starts_refused": result["starts_refused"],
+                "landing_waits": result["landing_waits"],
+                "edits_refused": result["edits_refused"],
                 "conflicting_integrations": result["conflicting_integrations"],
                 "crashes": result["crashes"],
                 "server_errors": result["server_errors"] + result["client_5xx"],
@@ -150,6 +153,7 @@ HEADER = [
         lambda r: f"{r['runners_cpu_per_issue'] or 0:.2f} + {r['server_cpu_per_issue'] or 0:.2f} s",
     ),
     ("machine busy", lambda r: share(r["machine_busy_share"])),
+    ("starts refused", lambda r: str(r["starts_refused"])),
     ("conflicts", lambda r: str(r["conflicting_integrations"])),
     ("5xx", lambda r: str(r["server_errors"])),
 ]

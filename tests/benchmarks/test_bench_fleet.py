@@ -70,6 +70,8 @@ def test_the_scaling_run_measures_each_count(tmp_path: Path) -> None:
             "machine_busy_share",
             "critical_path_seconds",
             "critical_path_share",
+            "starts_refused",
+            "landing_waits",
         ):
             assert row[key] is not None, (key, diagnosis)
         assert row["runners_cpu_seconds"] > 0 and row["server_cpu_seconds"] > 0, diagnosis
