@@ -263,6 +263,10 @@ XDIST_GROUPS = {
     "tests/coordination/races/": "many-connections",
     "tests/benchmarks/test_bench.py": "many-connections",
     "tests/benchmarks/test_bench_fleet.py": "many-connections",
+    # gunicorn with waiters in a resource's line, and heartbeats or a runner beside them.
+    "tests/benchmarks/test_bench_resources.py": "many-connections",
+    "tests/benchmarks/test_bench_runner.py": "many-connections",
+    "tests/coordination/api/test_resources_live.py": "many-connections",
     # One live server for the run (its database named after the configured one and the
     # worker process, so a second server, should the group ever be split, has its own).
     "tests/agent/": "agent-live-server",

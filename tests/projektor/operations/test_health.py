@@ -90,8 +90,10 @@ def test_health_and_readiness_are_never_throttled(settings):
     client = Client()
     statuses = {client.get(url).status_code for url in ("/healthz", "/readyz") * 5}
     assert statuses == {200}
-    assert client.get("/api/v1/schema/").status_code == 200
-    assert client.get("/api/v1/schema/").status_code == 429  # the API's own limit holds
+    # The API's own limit holds: of three calls in a row, at least one is refused (the
+    # limit counts per minute, and a slow call may cross into the next minute once).
+    schema = [client.get("/api/v1/schema/").status_code for _ in range(3)]
+    assert schema[0] == 200 and 429 in schema, schema
 
 
 def test_a_squashed_migration_counts_as_applied_when_all_it_replaces_are(monkeypatch):
