@@ -48,7 +48,7 @@ _place: ContextVar[Place | None] = ContextVar("active_request_place", default=No
 @contextmanager
 def idle() -> Iterator[None]:
     """Sleep inside this block: the request's place goes to another while it does. Hold no
-    database transaction or row lock here (the waits close their connection first)."""
+    database transaction or row lock here: the place may go to a request that needs it."""
     place = _place.get()
     if place is None:
         yield
