@@ -137,13 +137,16 @@ def environment_on_this_database(
 ) -> dict[str, str]:
     """``app_environment`` for a server beside this process: on its database (under
     pytest, the test database; what a test commits there, the server sees), with its
-    session TTL, neither throttle ever refusing, then ``overrides``."""
+    session TTL, neither throttle ever refusing, no waiting threads, then ``overrides``."""
     return app_environment(
         {
             "DATABASE_URL": database_url(connection.settings_dict),
             "PROJEKTOR_SESSION_TTL_SECONDS": str(settings.PROJEKTOR_SESSION_TTL_SECONDS),
             "PROJEKTOR_THROTTLE_KEY": THROTTLE_NEVER_REFUSES,
             "PROJEKTOR_THROTTLE_ANON": THROTTLE_NEVER_REFUSES,
+            # No threads for waiters unless asked: the parallel tests' servers share
+            # PostgreSQL's 100 connections, and each thread may keep one.
+            "PROJEKTOR_WAITING_THREADS": "0",
             **(overrides or {}),
         }
     )

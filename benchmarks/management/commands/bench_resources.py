@@ -108,7 +108,12 @@ class Command(BaseCommand):
             for name, capacity in (("cycle", 1), ("shared", 2), ("held", 1)):
                 resources.create_resource(workspace=workspace, name=name, capacity=capacity)
             # The server on this process's database (the test database under pytest).
-            env = environment_on_this_database({"PROJEKTOR_THROTTLE_KEY": THROTTLE_NEVER_REFUSES})
+            env = environment_on_this_database(
+                {
+                    "PROJEKTOR_THROTTLE_KEY": THROTTLE_NEVER_REFUSES,
+                    "PROJEKTOR_WAITING_THREADS": "32",
+                }
+            )
             with gunicorn(env=env) as server:
                 self.stdout.write(f"gunicorn: {server.workers} workers × {server.threads} threads")
                 target = HttpTarget(host=server.host, port=server.port, raw_key=raw)

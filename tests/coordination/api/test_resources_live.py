@@ -30,7 +30,12 @@ DEADLINE = 90  # seconds, for anything a step waits on
 def server(tmp_path: Path, file_database) -> Iterator[harness.Server]:
     on_file = {} if file_database is None else {"DATABASE_URL": f"sqlite:///{file_database}"}
     env = harness.environment_on_this_database(
-        {**on_file, "SECRET_KEY": "resources-live-only", "REDIS_URL": None}
+        {
+            **on_file,
+            "SECRET_KEY": "resources-live-only",
+            "REDIS_URL": None,
+            "PROJEKTOR_WAITING_THREADS": "16",  # gunicorn.conf.py's own default is 32
+        }
     )
     with harness.gunicorn(env=env, workers=1, threads=2, log_path=tmp_path / "server.log") as one:
         yield one
