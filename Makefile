@@ -88,9 +88,12 @@ test-sqlite: install browser prometheus
 	$(TEST_ENV) $(BIN)/pytest -m "not postgres" $(PYTEST_ARGS)
 
 # PostgreSQL pass: mandatory when CI=true; locally skipped with a notice if PostgreSQL is down.
+# The tests marked ``alone`` (the races: up to 65 connections at once) run after the
+# rest, in one process, so no other test's servers share PostgreSQL's connections.
 test-postgres: install browser prometheus
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)'.rsplit('/',1)[0]+'/postgres').close()" 2>/dev/null; then \
-		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS); \
+		$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest $(PYTEST_ARGS) -m "not alone" \
+		&& $(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -n 0 -m alone; \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true but PostgreSQL is unreachable at $(PG_TEST_URL)"; exit 1; \
 	else \

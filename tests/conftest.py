@@ -258,7 +258,7 @@ def _event_listener_stopped() -> Iterator[None]:
 # Tests that must not run beside one another go to one worker, in turn (``--dist
 # loadgroup``), by where they live. Every other test goes to whichever worker is free.
 XDIST_GROUPS = {
-    # 16 to 64 threads each holding a connection, and the bench's server and agents:
+    # The bench's server and agents, and 16 to 64 threads each holding a connection:
     # two of them at once would pass PostgreSQL's 100 connections.
     "tests/coordination/races/": "many-connections",
     "tests/benchmarks/test_bench.py": "many-connections",
@@ -276,6 +276,13 @@ XDIST_GROUPS = {
 }
 
 
+# The races hold up to 65 of PostgreSQL's 97 connections for users: beside another
+# worker's live servers and runners they found it full ("too many clients"). Marked
+# ``alone``, the PostgreSQL pass runs them after the rest, in one process
+# (``make test-postgres``); a group alone cannot keep the other worker's tests away.
+ALONE = ("tests/coordination/races/",)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     in_a_stable_order(items)
@@ -284,6 +291,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for prefix, group in XDIST_GROUPS.items():
             if path.startswith(prefix):
                 item.add_marker(pytest.mark.xdist_group(group))
+        if path.startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 class QuickPasswordHasher(PBKDF2PasswordHasher):
