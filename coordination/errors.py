@@ -104,6 +104,11 @@ class HoldNotHeld(Conflict):
     default_detail = "This session holds no unreleased units of the resource."
 
 
+class LandingExists(Conflict):
+    code = "landing_exists"
+    default_detail = "The issue has an open entry in the landing queue."
+
+
 class Blocked(Conflict):
     """The issue has an unresolved blocker (invariant 16 (the work graph)): not started, not moved
     to in_progress."""

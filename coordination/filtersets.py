@@ -20,6 +20,7 @@ from coordination.models import (
     FileClaim,
     Issue,
     IssueLease,
+    Landing,
     Message,
     ReleaseReason,
     Resource,
@@ -124,6 +125,17 @@ class LeaseFilter(filters.FilterSet):
 
     class Meta:
         model = IssueLease
+        fields: list[str] = []
+
+
+class LandingFilter(filters.FilterSet):
+    project = filters.CharFilter(field_name="project__key")
+    state = filters.ChoiceFilter(choices=Landing.State.choices)
+    issue = id_filter("issue")
+    session = id_filter("session")
+
+    class Meta:
+        model = Landing
         fields: list[str] = []
 
 

@@ -269,6 +269,58 @@ TOOLS: tuple[ToolSpec, ...] = (
         "in use (live holds only), available, the calls waiting and its live holders.",
     ),
     ToolSpec(
+        "queue_landing",
+        "POST",
+        f"{API}/landings/",
+        "Queue your issue's branch to land on the default branch, under its lease (session, "
+        "fence) with the commit that holds the work. Testers apply the queue's head batch in "
+        "order, run the project's check and land it only green; keep your lease and wait for "
+        "landing.landed (then finish_work) or landing.rejected (give the issue back). Errors: "
+        "landing_exists, lease_not_held, stale_fence, session_not_live.",
+    ),
+    ToolSpec(
+        "list_landings",
+        "GET",
+        f"{API}/landings/",
+        "The landing queue's entries in order of arrival (filter by project, state: queued, "
+        "testing, landed, rejected; issue, session): each open one's place, its tester, and "
+        "why a rejected one was (conflict, check_failed with the check's output, stale_fence).",
+    ),
+    ToolSpec(
+        "take_landings",
+        "POST",
+        f"{API}/landings/take/",
+        "As a tester: take the project's head batch (entries whose paths do not overlap, in "
+        "order, up to max) under a new fence; nothing when another live tester holds it "
+        "(busy). Apply them in order on the default branch, run the check once, then "
+        "land_landing each (green) or bisect, reject_landing the culprit and return_landings "
+        "the rest. The default branch only moves to a tree that passed.",
+    ),
+    ToolSpec(
+        "land_landing",
+        "POST",
+        f"{API}/landings/{{id}}/land/",
+        "As the batch's tester (session, fence): the entry landed, carried by commit on the "
+        "default branch. stale_fence when another tester took the batch.",
+        url_id="landing",
+    ),
+    ToolSpec(
+        "reject_landing",
+        "POST",
+        f"{API}/landings/{{id}}/reject/",
+        "As the batch's tester (session, fence): the entry is rejected, reason conflict (does "
+        "not apply) or check_failed (its tree fails the check), with detail (the files, or "
+        "the output's tail). Its agent gives the issue back.",
+        url_id="landing",
+    ),
+    ToolSpec(
+        "return_landings",
+        "POST",
+        f"{API}/landings/return/",
+        "As the batch's tester (session, fence): the entries still under test go back to "
+        "the queue at their place.",
+    ),
+    ToolSpec(
         "list_events",
         "GET",
         f"{API}/events/",

@@ -52,6 +52,14 @@ IN_BODY_SESSION = Rule(Act.WORK, session="session")
 
 RULES: dict[tuple[str, str], Rule] = {
     # Sessions.
+    # The landing queue: queued by the holder, worked by testers.
+    ("landing-list", "GET"): READ,
+    ("landing-list", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("landing-detail", "GET"): READ,
+    ("landing-take", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("landing-land", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("landing-reject", "POST"): Rule(Act.WORK, session="session", session_required=True),
+    ("landing-return-batch", "POST"): Rule(Act.WORK, session="session", session_required=True),
     # Resources.
     ("resource-list", "GET"): READ,
     ("resource-list", "POST"): CONFIGURE,

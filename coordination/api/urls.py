@@ -6,6 +6,7 @@ from coordination.api import (
     file_claims,
     issues,
     keys,
+    landings,
     links,
     messages,
     resources,
@@ -34,6 +35,7 @@ router.register("claim-conflicts", file_claims.ClaimConflictViewSet, basename="c
 router.register("messages", messages.MessageViewSet, basename="message")
 router.register("resources", resources.ResourceViewSet, basename="resource")
 router.register("resource-holds", resources.ResourceHoldViewSet, basename="resource-hold")
+router.register("landings", landings.LandingViewSet, basename="landing")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 router.register("keys", keys.KeyViewSet, basename="key")
 

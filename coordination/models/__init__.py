@@ -14,6 +14,7 @@ from coordination.models.holdings import (
     ReleaseReason,
     WipCapDenial,
 )
+from coordination.models.landings import Landing
 from coordination.models.links import ORDERED_TYPES, ExpectedPath, IssueLink, LinkType
 from coordination.models.resources import Resource, ResourceHold, ResourceWait
 from coordination.models.runs import (
@@ -59,6 +60,7 @@ __all__ = [
     "IssueLease",
     "IssueLink",
     "KeyRingVersion",
+    "Landing",
     "LinkType",
     "MAX_ID",
     "ORDERED_TYPES",

@@ -33,6 +33,10 @@ class EventType(models.TextChoices):
     RESOURCE_ACQUIRED = "resource.acquired"
     RESOURCE_RELEASED = "resource.released"
     RESOURCE_REFUSED = "resource.refused"
+    LANDING_QUEUED = "landing.queued"
+    LANDING_TESTING = "landing.testing"
+    LANDING_LANDED = "landing.landed"
+    LANDING_REJECTED = "landing.rejected"
 
 
 def reference(model: type[models.Model]) -> Any:

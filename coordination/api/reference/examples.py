@@ -213,6 +213,42 @@ RESOURCE = {
     "waiting": 0,
     "holders": [HOLD],
 }
+LANDING = {
+    "id": 31,
+    "project": "WEB",
+    "issue": ISSUE_ID,
+    "session": SESSION_ID,
+    "agent": "coder-1",
+    "branch": "projektor/coder-1",
+    "commit": "4f2c9e0a7d1b3c5e8f6a2d4b9c1e7f3a5b8d0c2e",
+    "lease_fence": 4,
+    "paths": PATHS,
+    "state": "queued",
+    "reason": "",
+    "detail": "",
+    "place": 2,
+    "fence": None,
+    "tester": None,
+    "landed_commit": "",
+    "queued_at": at("09:31:12"),
+    "testing_at": None,
+    "finished_at": None,
+}
+TESTING_LANDING = {
+    **LANDING,
+    "state": "testing",
+    "place": 1,
+    "fence": 12,
+    "tester": {"session": 16, "agent": "coder-2"},
+    "testing_at": at("09:31:40"),
+}
+LANDED = {
+    **TESTING_LANDING,
+    "state": "landed",
+    "place": None,
+    "landed_commit": "9b1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d",
+    "finished_at": at("09:31:52"),
+}
 MESSAGE = {
     "id": 40,
     "scope": f"issue:{ISSUE_ID}",

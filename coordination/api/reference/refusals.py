@@ -114,6 +114,7 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
         "missing": {**STRINGS, "description": "What the move lacks: ready fields, `report`."},
     },
     "stale_fence": {"fence": {"type": "integer"}, "current_fence": NULLABLE_INT},
+    "landing_exists": {"landing": {**NULLABLE_INT, "description": "The issue's open entry."}},
     "resource_busy": {
         "resource": {"type": "string"},
         "holders": {
@@ -361,6 +362,35 @@ DEPENDENCY_CYCLE = refusal(
     "the link would close a cycle of its type (invariant 16); `cycle` names it",
     "Issue 15 blocks issue 7 would close the cycle #15 → #7 → #15.",
     cycle=[15, 7],
+)
+LANDING_NOT_FOUND = refusal(
+    e.NotFound,
+    "no landing entry of this workspace has that id",
+    "Landing 31 does not exist.",
+    variant="landing",
+)
+LANDING_EXISTS = refusal(
+    e.LandingExists,
+    "the issue has an open entry in the landing queue; `landing` is its id",
+    "Issue 7 has an open landing entry, 31: it lands or is rejected first.",
+    landing=31,
+)
+STALE_BATCH = refusal(
+    e.StaleFence,
+    "`fence` is not the batch this session tests: another tester took it again (its "
+    "tester was not live), or the entry was reported; nothing was changed",
+    "Fence 12 is not the batch of landing 31 that this session tests (it is under test by "
+    "session 17 with fence 13); nothing was changed.",
+    variant="batch",
+    fence=12,
+    current_fence=13,
+)
+PROJECT_UNKNOWN = refusal(
+    e.InvalidInput,
+    "the body's `project` is not a project of this workspace",
+    "Project 'WEB' does not exist.",
+    variant="project",
+    field="project",
 )
 ISSUE_NOT_FOUND = refusal(
     e.NotFound,

@@ -133,6 +133,12 @@ SPECTACULAR_SETTINGS = {
             "waited for in order of arrival (invariant 20).",
         },
         {
+            "name": "Landings",
+            "description": "The landing queue: branches queued under their lease, tested in "
+            "batches of entries whose paths do not overlap by runners that run git and the "
+            "check; the default branch only moves to a tree that passed (invariant 21).",
+        },
+        {
             "name": "Events",
             "description": "The log of everything that happened, in commit order: read it by "
             "cursor (`after`, then each answer's `next`), wait for what comes next (`wait`), "

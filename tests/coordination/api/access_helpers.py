@@ -15,6 +15,7 @@ from coordination.services import (
     agents,
     file_claims,
     keys,
+    landings,
     leases,
     messages,
     resources,
@@ -79,6 +80,7 @@ def build_world(workspace: Workspace) -> World:
         )
 
     sides = {}
+    landing_ids: dict[str, int] = {}
     for name in ("alpha", "beta"):
         session = agents.register_session(workspace=workspace, agent_name=name)
         held = issue(f"{name}'s issue")
@@ -103,6 +105,24 @@ def build_world(workspace: Workspace) -> World:
         resources.create_resource(workspace=workspace, name=name, capacity=10)
     for side in sides.values():
         resources.acquire(workspace=workspace, name=HELD_RESOURCE, session_id=side.session)
+    # Each side's second issue, queued to land; alpha's session tests the batch of both.
+    for side in sides.values():
+        queued = issue(f"{side.agent}'s landing")
+        claimed = leases.claim_issue(
+            workspace=workspace, issue_id=queued.pk, session_id=side.session
+        )
+        entry = landings.queue_landing(
+            workspace=workspace,
+            issue_id=queued.pk,
+            session_id=side.session,
+            branch=f"{side.agent}-branch",
+            commit="abcdef1",
+            fence=claimed.lease.fence,
+        )
+        landing_ids[side.agent] = entry.pk
+    batch = landings.take_batch(
+        workspace=workspace, project_key="core", session_id=sides["alpha"].session
+    )
     free = issue("free issue")
     hook = webhooks.create_webhook(workspace=workspace, url="http://93.184.216.34/hook")
     webhooks.enqueue(hook.pk)
@@ -117,6 +137,9 @@ def build_world(workspace: Workspace) -> World:
             "links": IssueLink.objects.create(
                 workspace=workspace, source=free, type="relates_to", target_id=sides["alpha"].issue
             ).pk,
+            "landing:alpha": landing_ids["alpha"],
+            "landing:beta": landing_ids["beta"],
+            "batch": batch.fence or 0,
         },
     )
     minted = {
@@ -223,6 +246,29 @@ CALLS: dict[tuple[str, str], Callable[[World, Side], Call]] = {
     ("resource-acquire", "POST"): lambda w, s: Call(RESOURCE, {"session": s.session}),
     ("resource-release", "POST"): lambda w, s: Call(HELD_RESOURCE, {"session": s.session}),
     ("resource-hold-list", "GET"): lambda w, s: Call(),
+    ("landing-list", "GET"): lambda w, s: Call(),
+    ("landing-list", "POST"): lambda w, s: Call(
+        body={
+            "issue": s.issue,
+            "session": s.session,
+            "branch": "work",
+            "commit": "abcdef2",
+            "fence": lease_fence(s.issue),
+        }
+    ),
+    ("landing-detail", "GET"): lambda w, s: Call(w.ids[f"landing:{s.agent}"]),
+    ("landing-take", "POST"): lambda w, s: Call(body={"session": s.session, "project": "core"}),
+    ("landing-land", "POST"): lambda w, s: Call(
+        w.ids[f"landing:{s.agent}"],
+        {"session": s.session, "fence": w.ids["batch"], "commit": "abcdef3"},
+    ),
+    ("landing-reject", "POST"): lambda w, s: Call(
+        w.ids[f"landing:{s.agent}"],
+        {"session": s.session, "fence": w.ids["batch"], "reason": "check_failed"},
+    ),
+    ("landing-return-batch", "POST"): lambda w, s: Call(
+        body={"session": s.session, "fence": w.ids["batch"]}
+    ),
 }
 
 
@@ -232,6 +278,10 @@ HELD_RESOURCE = "db:held"  # each side's session holds a unit of it
 
 def lease_of(issue: int) -> int:
     return IssueLease.objects.get(issue_id=issue, released_at__isnull=True).pk
+
+
+def lease_fence(issue: int) -> int:
+    return IssueLease.objects.get(issue_id=issue, released_at__isnull=True).fence
 
 
 def claim_of(issue: int) -> int:
@@ -266,6 +316,13 @@ EXPECTED: dict[tuple[str, str], tuple[int, ...]] = {
     ("resource-acquire", "POST"): as_an_agent(CREATED),
     ("resource-release", "POST"): as_an_agent(OK),
     ("resource-hold-list", "GET"): everyone(OK),
+    ("landing-list", "GET"): everyone(OK),
+    ("landing-list", "POST"): as_an_agent(CREATED),
+    ("landing-detail", "GET"): everyone(OK),
+    ("landing-take", "POST"): as_an_agent(OK),
+    ("landing-land", "POST"): as_an_agent(OK),
+    ("landing-reject", "POST"): as_an_agent(OK),
+    ("landing-return-batch", "POST"): as_an_agent(OK),
     ("session-list", "GET"): everyone(OK),
     ("session-list", "POST"): as_an_agent(CREATED),
     ("session-detail", "GET"): everyone(OK),

@@ -21,6 +21,7 @@ from coordination.services import (
     agents,
     file_claims,
     keys,
+    landings,
     leases,
     messages,
     resources,
@@ -119,7 +120,17 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
     agent_key, _ = keys.mint_key(
         workspace=workspace, name=f"{MARK} key", kind="agent", agent_name=f"{MARK}-agent"
     )
+    landing = landings.queue_landing(
+        workspace=workspace,
+        issue_id=first.pk,
+        session_id=session.pk,
+        branch=f"{MARK}-branch",
+        commit="abcdef1",
+        fence=lease.fence,
+    )
+    batch = landings.take_batch(workspace=workspace, project_key=project.key, session_id=session.pk)
     ids = {
+        "landings": landing.pk,
         "keys": agent_key.pk,
         "webhooks": hook.pk,
         "sessions": session.pk,
@@ -133,7 +144,14 @@ def world(workspace: Workspace, api: APIClient) -> dict[str, Any]:
             workspace=workspace, source=first, type="relates_to", target=second
         ).pk,
     }
-    return {"ids": ids, "session": session.pk, "issue": first.pk, "path": path, "api": api}
+    return {
+        "ids": ids,
+        "session": session.pk,
+        "issue": first.pk,
+        "path": path,
+        "api": api,
+        "fence": batch.fence,
+    }
 
 
 def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +188,17 @@ def body_for(route: Route, world: dict[str, Any]) -> dict[str, Any]:
         "resource-detail": {"capacity": 3},
         "resource-acquire": {"session": session},
         "resource-release": {"session": session},
+        "landing-list": {
+            "issue": issue,
+            "session": session,
+            "branch": f"{MARK}-spoofed",
+            "commit": "abcdef2",
+            "fence": 1,
+        },
+        "landing-take": {"session": session, "project": f"{MARK}core"},
+        "landing-land": {"session": session, "fence": world["fence"], "commit": "abcdef3"},
+        "landing-reject": {"session": session, "fence": world["fence"], "reason": "conflict"},
+        "landing-return-batch": {"session": session, "fence": world["fence"]},
     }
     return bodies[route.name]
 
@@ -224,6 +253,9 @@ STRANGER_WRITES = {
     "webhook-list": 201,
     "key-list": 201,  # a key of the stranger's own workspace, for its own agent
     "resource-list": 201,
+    "landing-list": 404,  # the body's issue
+    "landing-take": 400,  # the body's project
+    "landing-return-batch": 400,  # the body's session
 }
 
 

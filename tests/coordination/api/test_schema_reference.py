@@ -36,6 +36,16 @@ from tests.conftest import expire
 CONFLICTS = {
     "POST /api/v1/resources/{id}/acquire/": {"resource_busy", "session_not_live"},
     "POST /api/v1/resources/{id}/release/": {"hold_not_held", "stale_fence"},
+    "POST /api/v1/landings/": {
+        "landing_exists",
+        "session_not_live",
+        "lease_not_held",
+        "stale_fence",
+    },
+    "POST /api/v1/landings/take/": {"session_not_live"},
+    "POST /api/v1/landings/{id}/land/": {"stale_fence"},
+    "POST /api/v1/landings/{id}/reject/": {"stale_fence"},
+    "POST /api/v1/landings/return/": {"stale_fence"},
     "POST /api/v1/issues/{id}/claim/": {
         "lease_held",
         "wip_limit_reached",

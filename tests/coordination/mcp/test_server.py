@@ -51,6 +51,12 @@ TOOLS = {
     "acquire_resource",
     "release_resource",
     "list_resources",
+    "queue_landing",
+    "list_landings",
+    "take_landings",
+    "land_landing",
+    "reject_landing",
+    "return_landings",
 }
 # The words of the instructions that look like tool names but are states or codes.
 NOT_TOOLS = {"in_progress", "in_review", "file_conflict"}
