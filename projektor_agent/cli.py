@@ -33,6 +33,12 @@ def hook_command(args: argparse.Namespace) -> int:
     return hook.main(args)
 
 
+def land_command(args: argparse.Namespace) -> int:
+    from projektor_agent import land
+
+    return land.main(args)
+
+
 def hold_command(args: argparse.Namespace) -> int:
     from projektor_agent import hold
 
@@ -110,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("--session", help="the author's session (default: PROJEKTOR_SESSION)")
     add_run(add("run", run_command, "run an agent command on issues, keeping the protocol"))
     add_hold(add("hold", hold_command, "run a command while holding units of a resource"))
+    add_land(add("land", land_command, "test and land the landing queue's batches"))
     one = add(
         "hook",
         hook_command,
@@ -149,6 +156,19 @@ def add_run(one: argparse.ArgumentParser) -> None:
         "one integration at a time per project (rebase, verify again, fast-forward)",
     )
     one.add_argument(
+        "--queue",
+        action="store_true",
+        help="with --integrate: land through the project's landing queue, where --verify "
+        "is the check run on each batch of branches (the runner tests batches while it waits)",
+    )
+    one.add_argument(
+        "--batch-max",
+        type=int,
+        default=4,
+        metavar="N",
+        help="with --queue: the largest batch this runner tests (4)",
+    )
+    one.add_argument(
         "--scan",
         type=float,
         default=5.0,
@@ -181,6 +201,24 @@ def add_run(one: argparse.ArgumentParser) -> None:
         help="how long each --hold waits for its units before the issue is given back (60)",
     )
     one.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]")
+
+
+def add_land(one: argparse.ArgumentParser) -> None:
+    one.epilog = (
+        "Run in a checkout of the repository. Without --loop: one take (0 or 1 batch), then "
+        "exit 0. Exit status: 0 done, 1 refused, 2 usage or git, 3 unreachable."
+    )
+    one.add_argument(
+        "--verify", metavar="CMD", required=True, help="the landing check, a shell command"
+    )
+    one.add_argument("--project", help="this project's queue (default: every project's)")
+    one.add_argument("--loop", action="store_true", help="batch after batch, until ^C")
+    one.add_argument("--batch-max", type=int, default=4, metavar="N", help="the largest batch (4)")
+    one.add_argument(
+        "--worktrees",
+        metavar="DIR",
+        help="test in DIR/<agent>-landing (default: in the repository's git directory)",
+    )
 
 
 def add_hold(one: argparse.ArgumentParser) -> None:

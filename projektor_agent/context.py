@@ -51,6 +51,8 @@ class Options:
     json: bool
     holds: tuple[Wanted, ...] = ()  # --hold, in name order
     hold_wait: float = 60.0  # --hold-wait
+    queue: bool = False  # --queue: land through the project's landing queue
+    batch_max: int = 4  # --batch-max: the largest batch this runner tests
 
     @classmethod
     def parsed(cls, args: argparse.Namespace) -> Options:
@@ -70,6 +72,8 @@ class Options:
             json=bool(args.json),
             holds=wanted(args.hold),
             hold_wait=float(args.hold_wait),
+            queue=bool(args.queue),
+            batch_max=int(args.batch_max),
         )
 
 
@@ -122,8 +126,10 @@ class Signals:
             self.waiting = False
         self.check()
 
-    def spawn(self, command: list[str], cwd: str, env: dict[str, str]) -> Child:
-        child = Child(command, cwd, env)
+    def spawn(
+        self, command: list[str], cwd: str, env: dict[str, str], *, capture: bool = False
+    ) -> Child:
+        child = Child(command, cwd, env, capture=capture)
         with self.child_lock:
             self.child = child
         if self.interrupted:  # a signal came while it started: the agent stops too
@@ -157,11 +163,12 @@ class Signals:
                 raise Interrupted()
             return
         if self.interrupts == 1:
-            say(f"{name}: passed to the agent; it is given back when it exits ({name} again: now)")
+            after = "its batch is returned" if child.capture else "it is given back"
+            say(f"{name}: passed to {child.role}; {after} when it exits ({name} again: now)")
             child.send(signum)
             child.stop_later(self.grace)
         else:
-            say(f"{name} again: stopping the agent now")
+            say(f"{name} again: stopping {child.role} now")
             child.send(signal.SIGKILL)
 
 
@@ -175,30 +182,49 @@ class Events:
     def saw(self, cursor: int) -> None:
         self.cursor = max(self.cursor, cursor)
 
-    def wait(self, types: str, seconds: float) -> None:
-        """Until an event of ``types`` after the newest one seen, or ``seconds``: a long
-        poll, never a sleep loop. Interrupted by SIGINT/SIGTERM."""
+    def wait(self, types: str, seconds: float, project: str | None = None) -> None:
+        """Until an event of ``types`` (of ``project``) after the newest one seen, or
+        ``seconds``: a long poll, never a sleep loop. Interrupted by SIGINT/SIGTERM."""
         self.signals.check()
         self.signals.waiting = True
         try:
             if not self.cursor:
-                self.catch_up(types)
+                self.catch_up(types, project)
             wait = int(max(1, min(seconds, 30)))
-            query = {"after": self.cursor, "type": types, "wait": wait}
+            query = {"after": self.cursor, "type": types, "wait": wait, "project": project}
             page = self.client.get("/events/", query, timeout=wait + 20)
         finally:
             self.signals.waiting = False
         self.saw(int(page.get("next") or 0))
         self.signals.check()
 
-    def catch_up(self, types: str) -> None:
+    def catch_up(self, types: str, project: str | None = None) -> None:
         """Move the cursor to the newest event of ``types`` (once, at the start)."""
         while True:
             query = {"after": self.cursor, "type": types, "limit": CATCH_UP_LIMIT}
+            query["project"] = project
             page = self.client.get("/events/", query)
             self.saw(int(page.get("next") or 0))
             if len(page.get("events", [])) < CATCH_UP_LIMIT:
                 return
+
+
+@dataclass
+class BatchSize:
+    """A tester's batch size: one more after a green batch, half after a red one,
+    between 1 and ``most`` (--batch-max)."""
+
+    most: int
+    now: int = 0
+
+    def __post_init__(self) -> None:
+        self.now = self.now or self.most
+
+    def green(self) -> None:
+        self.now = min(self.most, self.now + 1)
+
+    def red(self) -> None:
+        self.now = max(1, self.now // 2)
 
 
 @dataclass(frozen=True)
@@ -214,3 +240,4 @@ class RunContext:
     worktrees: Path | None  # where the agents' worktrees are (--worktrees)
     signals: Signals
     events: Events
+    batch: BatchSize = field(default_factory=lambda: BatchSize(4))  # --queue's tester

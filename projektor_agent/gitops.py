@@ -326,9 +326,12 @@ def fast_forward(repo: Path, branch: str, old: str, new: str) -> str | None:
     return None
 
 
-def push(repo: Path, branch: str, new: str) -> str | None:
-    """Push ``new`` to the remote's ``branch`` (a fast-forward only): None or why not."""
-    result = git("push", "-q", "origin", f"{new}:refs/heads/{branch}", cwd=repo, check=False)
+def push(repo: Path, branch: str, new: str, old: str | None = None) -> str | None:
+    """Push ``new`` to the remote's ``branch`` (a fast-forward only; with ``old``, only
+    if the remote's branch is still there): None or why not."""
+    lease = [f"--force-with-lease=refs/heads/{branch}:{old}"] if old else []
+    target = f"{new}:refs/heads/{branch}"
+    result = git("push", "-q", *lease, "origin", target, cwd=repo, check=False)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         return f"git push origin {branch} refused: {detail[-1] if detail else '?'}"

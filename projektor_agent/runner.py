@@ -2,17 +2,21 @@
 protocol for it (docs/agents.md, "The agent command").
 
     projektor run [--issue N | --next [--project KEY]] [--paths P …] [--loop]
-                  [--worktrees DIR [--integrate]] [--verify CMD] [--hooks HARNESS[,…]|auto]
+                  [--worktrees DIR [--integrate [--queue [--batch-max N]]]] [--verify CMD]
+                  [--hooks HARNESS[,…]|auto]
                   [--scan SECONDS] [--on-conflict wait|fail]
                   [--hold NAME[:UNITS] …] [--hold-wait S] -- COMMAND [ARG …]
 
 --integrate lands the issue's branch on the default branch before the hand-in, while
 the lease and claims are still held, one integration at a time per project (a run on
-the project's primary worktree). --scan claims the paths the agent changed, every
-SECONDS and before the hand-in (0: off); a path another issue holds makes the hand-in
-wait (--on-conflict wait) or fail (--on-conflict fail). --hold holds a resource's units
-for each issue, from its start to its hand-in or give-back (docs/agents.md, "Holding a
-resource"); one still busy after --hold-wait gives the issue back.
+the project's primary worktree); with --queue, through the project's landing queue
+instead, --verify being the check its testers run on each batch (the runner is one of
+them while its entry waits: docs/agents.md, "Landing green: the queue"). --scan claims
+the paths the agent changed, every SECONDS and before the hand-in (0: off); a path
+another issue holds makes the hand-in wait (--on-conflict wait) or fail (--on-conflict
+fail). --hold holds a resource's units for each issue, from its start to its hand-in or
+give-back (docs/agents.md, "Holding a resource"); one still busy after --hold-wait gives
+the issue back.
 
 Exit status without --loop: 0 handed in; 1 the agent failed, its work was taken, or
 nothing could be taken; 2 a usage or local setup error; 3 the server unreachable.
@@ -35,6 +39,7 @@ from projektor_agent import commands, config, gitops, hook_install, resources
 from projektor_agent.client import Client, for_issue
 from projektor_agent.context import (
     SKIPPED,
+    BatchSize,
     Events,
     Interrupted,
     Options,
@@ -44,6 +49,7 @@ from projektor_agent.context import (
     Unit,
 )
 from projektor_agent.errors import OK, REFUSED, Refused, Unreachable, UsageError
+from projektor_agent.landing import MAX_BATCH
 from projektor_agent.output import emit, say, warn
 from projektor_agent.supervise import resolved
 from projektor_agent.unit import UnitWork
@@ -71,8 +77,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("which work? give --issue N or --next (or --loop)")
     if args.issue is not None and args.issue <= 0:
         raise UsageError(f"--issue is {args.issue}: give the id of an issue")
+    if args.queue and not (args.integrate and args.worktrees and args.verify):
+        raise UsageError(
+            "--queue needs --integrate, --worktrees DIR and --verify CMD (the landing check "
+            "the queue's testers run on each batch): nothing taken"
+        )
     if args.integrate and not args.worktrees:
         raise UsageError("--integrate needs --worktrees DIR: it lands the issue's own branch")
+    if not 1 <= args.batch_max <= MAX_BATCH:
+        raise UsageError(f"--batch-max is {args.batch_max}: give 1 to {MAX_BATCH}")
     if args.scan < 0:
         raise UsageError(f"--scan is {args.scan:g}: give seconds, or 0 for no periodic scan")
     if args.hold_wait < 0:
@@ -136,6 +149,7 @@ class Runner:
             worktrees=self.worktrees,
             signals=self.signals,
             events=self.events,
+            batch=BatchSize(self.options.batch_max),
         )
         previous = {
             sig: signal.signal(sig, self.signals.handle) for sig in (signal.SIGINT, signal.SIGTERM)

@@ -31,6 +31,7 @@ LOST_REASONS = ("expired", "overridden", "issue_closed", "max_age")
 WATCHED_TYPES = "lease.released,claims.released,session.ended"
 EVENT_WAIT_SECONDS = 25  # one long poll (the server allows 30)
 TAIL_LINES = 30
+KEPT_BYTES = 65536  # of a landing check's output
 RETRY_SECONDS = 1.0  # between heartbeats while the server does not answer
 
 
@@ -193,10 +194,16 @@ def actor_name(by: dict[str, Any]) -> str:
 
 class Child:
     """The agent's process, in its own process group (so its children are signalled
-    with it); stdout passes through, stderr is copied through and its tail kept."""
+    with it); stdout passes through, stderr is copied through and its tail kept. With
+    ``capture`` (a landing check): stdout and stderr are kept, the end of them in
+    ``output``, and nothing is copied through."""
 
-    def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
+    def __init__(
+        self, command: list[str], cwd: str, env: dict[str, str], *, capture: bool = False
+    ) -> None:
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.capture = capture
+        self.kept = bytearray()  # with capture: the end of what it printed
         self.signalled: int | None = None  # the signal the runner sent, if any
         # It dies with the runner: invariant 19 (A runner's child never outlives its
         # runner's right to work).
@@ -207,7 +214,8 @@ class Child:
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stdout=subprocess.PIPE if capture else None,
+                stderr=subprocess.STDOUT if capture else subprocess.PIPE,
                 start_new_session=True,  # it leads its own process group
                 preexec_fn=lifeline.die_with_runner(),
             )
@@ -215,8 +223,24 @@ class Child:
             self.watchdog.release()
             raise
         self.watchdog.guard(self.process.pid)
-        self.reader = threading.Thread(target=self._copy_stderr, daemon=True)
+        copy = self._keep_output if capture else self._copy_stderr
+        self.reader = threading.Thread(target=copy, daemon=True)
         self.reader.start()
+
+    @property
+    def role(self) -> str:
+        return "the landing check" if self.capture else "the agent"
+
+    @property
+    def output(self) -> str:
+        return self.kept.decode("utf-8", "replace")
+
+    def _keep_output(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        for raw in iter(lambda: os.read(stream.fileno(), 65536), b""):
+            self.kept += raw
+            del self.kept[:-KEPT_BYTES]
 
     def _copy_stderr(self) -> None:
         stream = self.process.stderr

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from projektor_agent import checkout, gitops, handin, integrate, resources, scan
+from projektor_agent import checkout, gitops, handin, integrate, queued, resources, scan
 from projektor_agent.client import holder_name
 from projektor_agent.context import SKIPPED, Interrupted, RunContext, SetupError, Unit
 from projektor_agent.errors import OK, REFUSED, CommandError, Refused, UsageError
@@ -238,7 +238,7 @@ class UnitWork:
             self.give_back(f"not handed in: {unsettled}")
             return REFUSED
         self.verification = "no verification command was given; the agent exited 0"
-        if self.options.verify:
+        if self.options.verify and not self.options.queue:  # with --queue: the testers'
             passed, self.verification = handin.verify(self.options.verify, unit)
             if not passed:
                 self.give_back(f"the verification failed: {self.verification}")
@@ -252,8 +252,11 @@ class UnitWork:
         if self.options.integrate:
             try:
                 integrate.prepare(self.context, unit)
-                self.integration = self.dispatch(primary_worktree=True)
-                landed = integrate.land(self.context, unit, self.integration, self.watch)
+                if self.options.queue:
+                    landed = queued.land(self.context, unit, self.watch)
+                else:
+                    self.integration = self.dispatch(primary_worktree=True)
+                    landed = integrate.land(self.context, unit, self.integration, self.watch)
             except (integrate.Failed, Interrupted) as failed:
                 if self.watch.lost:  # another session's work now: nothing done for it
                     if self.integration and self.integration.get("status") == "running":
