@@ -2,7 +2,7 @@
 """The scripted agent: a stand-in for a coding agent, working one issue of a plan.
 
     projektor run --loop --worktrees DIR [--hooks NAME] -- \\
-        python demo/workbench/agent.py --plan PLAN [--coordinated [--harness NAME]]
+        python demo/workbench/agent.py --plan PLAN [--coordinated [--harness NAME]] [--check]
 
 (or ``python -m demo.workbench.agent …``). It works the issue ``PROJEKTOR_ISSUE`` (or
 ``--issue N``; a server id, or a plan key when the plan has no ids) of the plan file
@@ -17,10 +17,24 @@ current directory, a checkout of the generated repository:
   at a random line;
 - on its first attempt at an issue planned to crash, after ``crash_after`` edits it
   exits 1 or SIGKILLs itself (attempts are counted in ``PLAN.attempts/``);
+- a semantic pair's member (the plan's ``semantic``) makes its one edit in code: the
+  *rename* renames the function in its service module and in every caller it finds
+  under ``src/`` of its checkout (each caller announced too when coordinated, all or
+  nothing: a caller still refused after the retries is exit 1, the issue given back);
+  the *call* appends to its file a function calling that service module's function by
+  the name it finds there now, and a ``check_`` function for it. Each commit the agent
+  makes passes the check on its own base;
 - it commits its work on the branch checked out (one commit, subject the issue's title,
   trailer ``Workbench-Issue: <key>``) and exits 0. A branch that already holds an
   earlier attempt's commit (its integration failed) is reset to the newest base first:
   the work is done again from there, as an agent redoes a change that no longer applies.
+  As it exits 0 it notes the time (``PLAN.ready/<key>.<attempt>``, seconds since the
+  epoch): its work is ready to land.
+
+``--check`` (or ``PROJEKTOR_WORKBENCH_CHECK=1``): after the commit it runs the
+repository's check (``check.py``) in its checkout, as a pull request's CI does on the
+branch alone, and exits 1 saying what failed when its work broke something; failures
+its base already had (a check run at 0 seconds before its first edit) are not its own.
 
 ``--coordinated`` (or ``PROJEKTOR_WORKBENCH_COORDINATED=1``): before each edit it
 announces it as the agent CLI ``--harness NAME`` would (or
@@ -42,8 +56,9 @@ resource still busy after the wait, or the server unreachable, it says so and co
 untested. Without it, no tests.
 
 Standard library only: it runs beside any server, and imports nothing of Projektor.
-Exit status: 0 committed (or nothing left to change), 1 a planned crash or a git
-failure, 2 a usage error.
+Exit status: 0 committed (or nothing left to change), 1 a planned crash, a git
+failure, a failed ``--check`` or a rename whose callers stayed someone else's, 2 a usage
+error.
 """
 
 from __future__ import annotations
@@ -52,6 +67,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -61,8 +77,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from demo.workbench import speech
+    from demo.workbench import repository, speech
 except ImportError:  # run as a script (python demo/workbench/agent.py): its folder is on the path
+    import repository  # type: ignore[no-redef]
     import speech  # type: ignore[no-redef]
 
 BLOCK = 2  # a hook's "no", for the CLIs that read the exit status
@@ -103,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("PROJEKTOR_WORKBENCH_HARNESS") or "claude-code",
     )
     parser.add_argument(
+        "--check",
+        action="store_true",
+        default=os.environ.get("PROJEKTOR_WORKBENCH_CHECK", "").lower() in TRUE_WORDS,
+    )
+    parser.add_argument(
         "--hold-tests",
         metavar="NAME",
         default=os.environ.get("PROJEKTOR_WORKBENCH_HOLD_TESTS") or None,
@@ -121,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Work(plan, issue, plan_path, Path.cwd(), args.coordinated, args.hold_tests)
     work.harness = args.harness
+    work.check = args.check
     return work.run()
 
 
@@ -133,6 +156,10 @@ def find(plan: dict[str, Any], number: int) -> dict[str, Any] | None:
             if issue["key"] == number:
                 return issue
     return None
+
+
+class Refused(Exception):
+    """A file the work cannot do without stayed someone else's."""
 
 
 class Work:
@@ -149,6 +176,8 @@ class Work:
         self.coordinated = coordinated
         self.hold_tests = hold_tests
         self.harness = "claude-code"  # the agent CLI whose hooks it speaks to (speech)
+        self.check = False  # run the check before exiting, as a pull request's CI
+        self.plan_path = plan_path
         self.key = int(issue["key"])
         self.attempt = count_attempt(plan_path, self.key)
         self.rng = random.Random(f"{plan['seed']}:{self.key}:{self.attempt}")
@@ -156,6 +185,7 @@ class Work:
 
     def run(self) -> int:
         self.start_fresh_if_redone()
+        baseline = self.failing(seconds=0) if self.check else set()
         declared = [(path, None) for path in self.issue["paths"]]
         alternatives = self.issue["alternatives"]
         extra = [(path, alternatives[n]) for n, path in enumerate(self.issue["extra"])]
@@ -166,12 +196,21 @@ class Work:
             if crash and done == int(self.issue.get("crash_after", 1)):
                 self.crash(crash)
             time.sleep(pause)
-            self.step(path, alternative)
+            try:
+                self.step(path, alternative)
+            except Refused as refused:
+                say(f"{refused}: giving the issue back")
+                return 1
         if crash:
             self.crash(crash)
         time.sleep(pause)
         self.run_tests()
-        return self.commit()
+        status = self.commit()
+        if status == 0 and self.check:
+            status = self.run_check(baseline)
+        if status == 0:
+            self.note_ready()
+        return status
 
     # --- each edit -------------------------------------------------------------------------
 
@@ -193,6 +232,13 @@ class Work:
         say(f"{path} is someone else's: left alone")
 
     def edit(self, path: str) -> None:
+        semantic = self.issue.get("semantic")
+        if semantic and path == semantic["path"]:
+            if semantic["role"] == "rename":
+                self.rename(semantic)
+            else:
+                self.add_call(semantic)
+            return
         target = self.root / path
         lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
         markers = self.plan["hot"].get(path)
@@ -207,9 +253,62 @@ class Work:
             entry = self.entry(path, indent="")
         lines[at:at] = entry
         target.write_text("".join(lines), encoding="utf-8")
+        self.edited_now(path)
+
+    def edited_now(self, path: str) -> None:
         self.edited.append(path)
         if self.coordinated:
             self.hooks(speech.POST, path)
+
+    # --- a semantic pair's edits -----------------------------------------------------------
+
+    def rename(self, semantic: dict[str, Any]) -> None:
+        """The function renamed where it is defined and in every caller under ``src/``
+        of this checkout (each announced first when coordinated: all or nothing)."""
+        old, new = semantic["old"], semantic["new"]
+        name = re.compile(rf"\b{re.escape(old)}\b")
+        callers = sorted(
+            file.relative_to(self.root).as_posix()
+            for file in (self.root / "src").rglob("*.py")
+            if name.search(file.read_text(encoding="utf-8"))
+        )
+        if semantic["path"] not in callers:
+            say(f"{old} is not in {semantic['path']}: nothing to rename")
+            return
+        others = [caller for caller in callers if caller != semantic["path"]]
+        if self.coordinated:
+            for caller in others:
+                if not self.announce_with_retries(caller):
+                    raise Refused(f"renaming {old} needs {caller}, which stayed someone else's")
+        for caller in callers:
+            target = self.root / caller
+            target.write_text(name.sub(new, target.read_text(encoding="utf-8")), encoding="utf-8")
+            self.edited_now(caller)
+        say(f"renamed {old} to {new} in {len(callers)} files")
+
+    def add_call(self, semantic: dict[str, Any]) -> None:
+        """A function that calls the service module's function by the name it has in
+        this checkout now, and its check."""
+        source = (self.root / semantic["target"]).read_text(encoding="utf-8")
+        called = repository.defined_function(source)
+        if called is None:
+            say(f"no function in {semantic['target']}: nothing to call")
+            return
+        feature = semantic["feature"]
+        target = self.root / semantic["path"]
+        text = target.read_text(encoding="utf-8")
+        text += "" if text.endswith("\n") else "\n"
+        text += (
+            f"\n\ndef {feature}(amount):  # {self.issue['title']}\n"
+            f"    from {semantic['module']} import {called}\n\n"
+            f"    return {called}(amount) + 1\n"
+            f"\n\ndef check_{feature}():\n"
+            f"    from {semantic['module']} import {called}\n\n"
+            f"    assert {feature}(2) == {called}(2) + 1\n"
+        )
+        target.write_text(text, encoding="utf-8")
+        self.edited_now(semantic["path"])
+        say(f"{semantic['path']} calls {called} of {semantic['module']}")
 
     def entry(self, path: str, indent: str) -> list[str]:
         title = self.issue["title"]
@@ -224,6 +323,15 @@ class Work:
     def announce(self, path: str) -> bool:
         """The hooks before an edit of ``path``: False when one said no."""
         return self.hooks(speech.PRE, path)
+
+    def announce_with_retries(self, path: str) -> bool:
+        """As a declared file: refused, tried again with backoff."""
+        for attempt in range(RETRIES + 1):
+            if self.announce(path):
+                return True
+            if attempt < RETRIES:
+                time.sleep(BACKOFF_SECONDS * 2**attempt)
+        return False
 
     def hooks(self, event: str, path: str) -> bool:
         session = f"workbench-{self.key}-{self.attempt}"
@@ -294,6 +402,28 @@ class Work:
             return 1
         say(f"committed {len(set(self.edited))} files for {self.issue['title']}")
         return 0
+
+    def failing(self, seconds: float | None = None) -> set[str]:
+        """What fails the check in this checkout: each failure's ``FAIL <where>``."""
+        _, failures, _ = repository.run_check(self.root, seconds)
+        return {repository.failure_site(line) for line in failures}
+
+    def run_check(self, baseline: set[str]) -> int:
+        """The check on the work, as a pull request's CI: 1 when it broke something."""
+        passed, failures, said = repository.run_check(self.root)
+        mine = [line for line in failures if repository.failure_site(line) not in baseline]
+        if not mine:
+            summary = said.strip().splitlines()[-1] if said.strip() else "passed"
+            say(f"the check passed ({summary})" if passed else "the check failed as its base did")
+            return 0
+        say("the check failed:\n" + "\n".join(mine))
+        return 1
+
+    def note_ready(self) -> None:
+        """When the work is ready to land: this exit."""
+        where = self.plan_path.with_name(self.plan_path.name + ".ready")
+        where.mkdir(exist_ok=True)
+        (where / f"{self.key}.{self.attempt}").write_text(f"{time.time():.3f}\n")
 
     def crash(self, how: str) -> None:
         say(f"crashing as planned ({how}) on attempt {self.attempt}")

@@ -9,8 +9,14 @@ The repository: a few hundred small text files in nested directories (``src/app/
 to touch (``CHANGELOG.md``, the router ``src/app/urls.py``, the settings module
 ``src/app/settings.py``), each with a marker line that new entries go just above, as
 real changes add to the end of a list: two changes made apart to the same hot file
-conflict when one is rebased onto the other. One commit on ``main``, byte for byte the
-same for the same seed (fixed identity and dates).
+conflict when one is rebased onto the other. Every Python file under ``src/`` imports,
+and each service module (``src/app/<module>/services/<word>.py``) defines a function
+others may call, ``<module>_<word>_total``, and its ``check_`` function. The check,
+``check.py`` (``CHECK``), imports every module of ``src/`` and runs every ``check_``
+function, after sleeping ``check_seconds`` (a slow suite's time, without its CPU;
+``WORKBENCH_CHECK_SECONDS`` overrides it): it says each failure on a line of its own and
+exits 1. One commit on ``main``, byte for byte the same for the same seed and check
+seconds (fixed identity and dates).
 
 The plan, drawn from the same seed: M issues, each with a title, a description, its
 declared files (``paths``: what the issue says it will touch), a few dependencies
@@ -22,14 +28,30 @@ works (sometimes longer than the session TTL), and whether its first attempt cra
 Every plan has at least one crash, one dependency and one hot file shared by several
 issues, whatever its size. Issues have a ``key`` (1…M); ``id`` is the server's id, set
 by whoever creates them (``Plan.assign``) before the agents run.
+
+Semantic conflicts: pairs of issues (``semantic``, one pair for every ``SEMANTIC_EVERY``
+issues, the first at keys 1 and 2, each pair on adjacent keys) that touch different
+files and pass the check alone but fail it together. The *rename* renames a service
+module's function (``old`` → ``new``) and every caller it finds in its checkout; the
+*call*, in another module, adds a function that calls it by the name it finds in the
+source and a ``check_`` function for it. Made apart, each passes; both landed, the
+call names a function that is no more. The call made again after the rename landed
+(or the rename after the call) passes. Pair members declare exactly their file and
+make no other edit (so nothing but the semantics stands between them), never crash
+and never block each other.
 """
 
 from __future__ import annotations
 
 import json
+import keyword
 import os
 import random
+import re
+import shutil
 import subprocess
+import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +69,16 @@ HOT = {
 # How the undeclared edits fall: the hot files take most of them (the rest go to the
 # other files, by a Zipf law over a seeded ranking).
 HOT_WEIGHTS = {CHANGELOG: 0.30, ROUTER: 0.20, SETTINGS: 0.15}
+CHECK = "check.py"
+ROUTING = "src/app/routing.py"
+# What every checkout has besides the files issues work on (never drawn for a plan).
+SCAFFOLD = {CHECK, ".gitignore", ROUTING}
+CHECK_SECONDS = 10.0  # the check's sleep: a slow suite's time
+CHECK_SECONDS_VARIABLE = "WORKBENCH_CHECK_SECONDS"  # overrides it (0: the audit after a run)
+FAILED = "FAIL "  # how the check starts each failure's line
+SEMANTIC_EVERY = 8  # a semantic pair for each this many issues (one at least, from two)
+# Where a semantic pair's call goes: one of the calling module's own source files.
+CALLER_FILES = ["views.py", "models.py", "forms.py", "serializers.py"]
 MODULES = [
     "accounts",
     "billing",
@@ -86,6 +118,8 @@ class PlanIssue:
     crash: str | None = None  # "exit" or "sigkill", on the first attempt only
     crash_after: int = 1  # edits made before the crash
     id: int | None = None  # the server's id, once created there
+    # A semantic pair's member: {"pair", "role": "rename"|"call", "path", "module", …}
+    semantic: dict[str, Any] | None = None
 
 
 @dataclass
@@ -112,6 +146,16 @@ class Plan:
         issues = [PlanIssue(**issue) for issue in raw.pop("issues")]
         return cls(**raw, issues=issues)
 
+    def pairs(self) -> dict[int, list[PlanIssue]]:
+        """The semantic pairs, by number: [the rename, the call]."""
+        found: dict[int, list[PlanIssue]] = {}
+        for issue in self.issues:
+            if issue.semantic:
+                found.setdefault(int(issue.semantic["pair"]), []).append(issue)
+        for members in found.values():
+            members.sort(key=lambda issue: issue.semantic["role"] != "rename")  # type: ignore[index]
+        return found
+
     def hot_sharing(self) -> dict[str, list[int]]:
         """Each hot file and the keys of the issues that edit it (declared or not)."""
         return {
@@ -134,6 +178,7 @@ def create(
     extra_rate: float = 0.6,
     dependency_rate: float = 0.25,
     work_seconds: tuple[float, float] = (1.0, 3.0),
+    check_seconds: float = CHECK_SECONDS,
 ) -> Plan:
     """Write the repository at ``path`` (a new or empty directory) and return its plan."""
     if issues < 1:
@@ -142,7 +187,7 @@ def create(
     if any(path.iterdir()):
         raise ValueError(f"{path} is not empty")
     rng = random.Random(seed)
-    files = tree(rng)
+    files = tree(rng, check_seconds)
     for relative, text in files.items():
         target = path / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +197,7 @@ def create(
     git(path, "config", "user.email", IDENTITY["GIT_AUTHOR_EMAIL"])
     git(path, "add", "-A")
     git(path, "commit", "-q", "--no-verify", "-m", "Initial commit")
-    cold = sorted(name for name in files if name not in HOT)
+    cold = sorted(name for name in files if name not in HOT and name not in SCAFFOLD)
     plan = Plan(seed=seed, base=BASE, ttl=ttl, hot={k: list(v) for k, v in HOT.items()})
     plan.issues = draw_issues(
         rng,
@@ -168,6 +213,11 @@ def create(
     return plan
 
 
+def base_commit(path: Path) -> str:
+    """The repository's first commit: what every run's commits on ``main`` follow."""
+    return git(path, "rev-list", "--max-parents=0", BASE).split()[0]
+
+
 def git(path: Path, *args: str) -> str:
     env = {**os.environ, **IDENTITY, "GIT_CONFIG_NOSYSTEM": "1"}
     result = subprocess.run(
@@ -178,7 +228,7 @@ def git(path: Path, *args: str) -> str:
     return result.stdout
 
 
-def tree(rng: random.Random) -> dict[str, str]:
+def tree(rng: random.Random, check_seconds: float = CHECK_SECONDS) -> dict[str, str]:
     """Every file of the initial commit, by path (about 300)."""
     files = {"README.md": "# Workbench\n\nA generated repository for Projektor's fleet.\n"}
     for module in MODULES:
@@ -190,14 +240,22 @@ def tree(rng: random.Random) -> dict[str, str]:
         names += [f"docs/{module}/{word}.md" for word in ["index", *services[:4]]]
         for name in names:
             files[name] = cold_text(rng, name)
+        for word in services:
+            files[f"src/app/{module}/services/{word}.py"] += service_code(module, word)
+    files[CHECK] = CHECK_SCRIPT.replace("SECONDS = 10.0", f"SECONDS = {float(check_seconds)!r}")
+    files[".gitignore"] = "__pycache__/\n*.pyc\n"
+    files[ROUTING] = (
+        '"""How a route is declared."""\n\n\ndef route(prefix, target):\n'
+        "    return (prefix, target)\n"
+    )
     files[CHANGELOG] = (
         "# Changelog\n\n## Unreleased\n\n"
         + HOT[CHANGELOG][0]
         + "\n\n## 1.0.0\n\n- The first release.\n"
     )
-    routes = "".join(f'    route("{m}/", views.{m}),\n' for m in MODULES)
+    routes = "".join(f'    route("{m}/", "app.{m}.views"),\n' for m in MODULES)
     files[ROUTER] = (
-        '"""The application\'s routes."""\n\nfrom app import views\nfrom app.routing import route'
+        '"""The application\'s routes."""\n\nfrom app.routing import route'
         f"\n\nurlpatterns = [\n{routes}{HOT[ROUTER][0]}\n]\n"
     )
     apps = "".join(f'    "app.{m}",\n' for m in MODULES)
@@ -217,6 +275,157 @@ def cold_text(rng: random.Random, name: str) -> str:
     for number in range(1, rng.randint(12, 30)):
         lines.append(f"{prefix} line {number}: {rng.choice(NOUNS)} {rng.randrange(10**6)}{suffix}")
     return "\n".join(line.strip() for line in lines) + "\n"
+
+
+def function_name(module: str, word: str) -> str:
+    """The function a service module defines (``old`` of a rename)."""
+    return f"{module}_{word}_total"
+
+
+def factor(module: str, word: str) -> int:
+    return len(module) % 5 + len(word) % 3 + 2
+
+
+def service_code(module: str, word: str) -> str:
+    """A service module's function and its check, the check its one caller."""
+    name, times = function_name(module, word), factor(module, word)
+    return (
+        f"\n\ndef {name}(amount):\n    return amount * {times}\n"
+        f"\n\ndef check_{name}():\n    assert {name}(2) == {2 * times}\n"
+    )
+
+
+DEFINITION = re.compile(r"^def (?!check_)(\w+)\(", re.MULTILINE)
+
+
+def defined_function(source: str) -> str | None:
+    """The name of the function a service module defines now (renamed or not)."""
+    found = DEFINITION.search(source)
+    return found.group(1) if found else None
+
+
+def module_name(path: str) -> str:
+    """``src/app/x/services/y.py`` → ``app.x.services.y``."""
+    parts = Path(path).with_suffix("").parts
+    return ".".join(parts[1:-1] if parts[-1] == "__init__" else parts[1:])
+
+
+CHECK_SCRIPT = '''#!/usr/bin/env python3
+"""The workbench's check: every module of src/ imported, every check_ function run.
+
+    python check.py
+
+It sleeps first, as a slow suite takes its time (without spending the CPU): SECONDS,
+or WORKBENCH_CHECK_SECONDS when set. Then each failure is said on a line of its own,
+"FAIL <module>[.<function>]: <error>", and a summary last. Exit status: 0 when
+everything passed, 1 when something failed.
+"""
+
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+SECONDS = 10.0
+
+
+def main():
+    sys.dont_write_bytecode = True  # nothing written in the checkout
+    root = Path(__file__).resolve().parent
+    seconds = float(os.environ.get("WORKBENCH_CHECK_SECONDS") or SECONDS)
+    time.sleep(seconds)
+    sys.path.insert(0, str(root / "src"))
+    failures, passed = [], 0
+    for path in sorted((root / "src").rglob("*.py")):
+        parts = path.relative_to(root / "src").with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        try:
+            module = importlib.import_module(name)
+        except Exception as error:
+            failures.append(f"FAIL {name}: import failed: {type(error).__name__}: {error}")
+            continue
+        for attribute, value in sorted(vars(module).items()):
+            if attribute.startswith("check_") and callable(value):
+                try:
+                    value()
+                except Exception as error:
+                    said = f"{type(error).__name__}: {error}".rstrip(": ")
+                    failures.append(f"FAIL {name}.{attribute}: {said}")
+                else:
+                    passed += 1
+    for line in failures:
+        print(line)
+    print(f"check: {passed} passed, {len(failures)} failed (slept {seconds:g} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+# --- the check, run -------------------------------------------------------------------------
+
+
+def run_check(
+    checkout: Path, seconds: float | None = None, python: str | None = None
+) -> tuple[bool, list[str], str]:
+    """The checkout's ``check.py``: passed, its failures' lines, and all it said.
+    ``seconds``: its sleep instead of the one it was written with."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if seconds is not None:
+        env[CHECK_SECONDS_VARIABLE] = f"{seconds:g}"
+    done = subprocess.run(
+        [python or sys.executable, CHECK],
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    said = done.stdout + done.stderr
+    failures = [line for line in said.splitlines() if line.startswith(FAILED)]
+    if done.returncode != 0 and not failures:
+        failures = [f"{FAILED}check.py: exited with status {done.returncode}"]
+    return done.returncode == 0, failures, said
+
+
+def red_commits(repo: Path, base: str, branch: str = BASE) -> list[dict[str, Any]]:
+    """Every commit ``base..branch`` whose tree fails its check (run at 0 seconds), oldest
+    first: ``{"commit", "subject", "failures", "new"}``, ``new`` the failures the commit
+    before it did not have (a commit that broke something, rather than one that landed
+    on a branch already broken). Each tree is checked out in a temporary detached
+    worktree, removed afterwards."""
+    commits = git(repo, "rev-list", "--reverse", "--first-parent", f"{base}..{branch}").split()
+    red: list[dict[str, Any]] = []
+    if not commits:
+        return red
+    where = Path(tempfile.mkdtemp(prefix="workbench-audit-"))
+    checkout = where / "tree"
+    git(repo, "worktree", "add", "-q", "--detach", str(checkout), commits[0])
+    before: set[str] = set()
+    try:
+        for commit in commits:
+            git(checkout, "checkout", "-q", "--detach", "--force", commit)
+            passed, failures, _ = run_check(checkout, seconds=0)
+            failing = {failure_site(line) for line in failures}
+            if not passed:
+                subject = git(repo, "log", "-1", "--format=%s", commit).strip()
+                new = [line for line in failures if failure_site(line) not in before]
+                red.append({"commit": commit, "subject": subject, "failures": failures, "new": new})
+            before = failing
+    finally:
+        git(repo, "worktree", "remove", "--force", str(checkout))
+        shutil.rmtree(where, ignore_errors=True)
+    return red
+
+
+def failure_site(line: str) -> str:
+    """``FAIL app.x.check_y: ImportError: …`` → ``FAIL app.x.check_y``: the same failure
+    whichever tree it was found in."""
+    return line.split(": ", 1)[0]
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -271,8 +480,75 @@ def draw_issues(
                 crash_after=1 if len(paths) + len(extra) > 1 else 0,
             )
         )
+    semantic_pairs(rng, drawn, cold)
     every_ingredient(drawn)
     return drawn
+
+
+def module_of(issue: PlanIssue) -> str:
+    for path in issue.paths:
+        for part in Path(path).parts:
+            if part in MODULES:
+                return part
+    return MODULES[0]
+
+
+def semantic_pairs(rng: random.Random, issues: list[PlanIssue], cold: list[str]) -> None:
+    """Adjacent issues made semantic pairs: keys 1 and 2, then every ``SEMANTIC_EVERY``.
+    The rename takes a service module of its issue's module; the call a source file of
+    its own (another module when the two issues' modules are the same)."""
+    used: set[str] = set()  # each pair renames a function of its own
+    for number, start in enumerate(range(0, len(issues) - 1, SEMANTIC_EVERY), start=1):
+        rename, call = issues[start], issues[start + 1]
+        free = [
+            n
+            for n in cold
+            if "/services/" in n
+            and n.startswith("src/app/")
+            and not keyword.iskeyword(Path(n).stem)
+            and n not in used
+        ]
+        if not free:
+            break  # every function renamed already: no more pairs
+        own = [n for n in free if n.startswith(f"src/app/{module_of(rename)}/")]
+        target = rng.choice(own or free)
+        used.add(target)
+        module, word = Path(target).parts[2], Path(target).stem
+        caller_module = module_of(call)
+        if caller_module == module:
+            caller_module = rng.choice([m for m in MODULES if m != module])
+        caller = f"src/app/{caller_module}/{rng.choice(CALLER_FILES)}"
+        old = function_name(module, word)
+        new = f"{module}_{word}_amount"
+        feature = f"{caller_module}_with_{word}_w{call.key}"
+        rename.title = f"W{rename.key}: Rename {old} to {new} in {module}"
+        rename.description = (
+            f"Rename {old} ({target}) to {new}, and every caller of it. Done when the check passes."
+        )
+        call.title = f"W{call.key}: Use {module}'s {word} total in {caller_module}"
+        call.description = (
+            f"Add {feature} to {caller}: {module}'s {word} total, plus one; and its check. "
+            "Done when the check passes."
+        )
+        rename.semantic = {
+            "pair": number,
+            "role": "rename",
+            "path": target,
+            "module": module_name(target),
+            "old": old,
+            "new": new,
+        }
+        call.semantic = {
+            "pair": number,
+            "role": "call",
+            "path": caller,
+            "module": module_name(target),
+            "target": target,
+            "feature": feature,
+        }
+        for member, path in ((rename, target), (call, caller)):
+            member.paths, member.extra, member.alternatives = [path], [], []
+            member.blocked_by, member.crash, member.crash_after = [], None, 0
 
 
 def hot_spot(rng: random.Random, ranking: list[str]) -> str:
@@ -287,13 +563,16 @@ def hot_spot(rng: random.Random, ranking: list[str]) -> str:
 
 def every_ingredient(issues: list[PlanIssue]) -> None:
     """At least one crash, one dependency and one hot file edited by several issues,
-    however few the issues (the later ones get them, where there are enough)."""
+    however few the issues (the later ones get them, where there are enough; semantic
+    pairs' members only when the others are too few)."""
+    others = [issue for issue in issues if not issue.semantic]
     if not any(issue.crash for issue in issues):
-        issues[min(1, len(issues) - 1)].crash = "exit"
+        crashing = others[min(1, len(others) - 1)] if others else issues[-1]
+        crashing.crash = "exit"
     if len(issues) >= 2 and not any(issue.blocked_by for issue in issues):
         issues[-1].blocked_by = [issues[0].key]
     sharing = [i for i in issues if ROUTER in i.paths or ROUTER in i.extra]
-    for issue in issues:
+    for issue in others + [issue for issue in issues if issue.semantic]:
         if len(sharing) >= min(3, len(issues)):
             break
         if issue not in sharing:

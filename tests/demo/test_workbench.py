@@ -365,3 +365,175 @@ def harnesses_read(harness: str, payload: dict) -> list[str] | None:
     if edit is None or (edit.progress and harness == "claude-code"):
         return [] if edit is not None else None
     return edit.paths
+
+
+# --- the check and the semantic pairs --------------------------------------------------------
+
+
+def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    """``check.py`` imports every module of ``src/`` and runs its ``check_`` functions;
+    a failure is a line of its own and exit 1; WORKBENCH_CHECK_SECONDS sets its sleep."""
+    repo, _, _ = bench
+    assert repository.CHECK_SECONDS_VARIABLE == "WORKBENCH_CHECK_SECONDS"
+    assert "SECONDS = 10.0" in (repo / repository.CHECK).read_text()  # the default
+    passed, failures, said = repository.run_check(repo, seconds=0)
+    assert passed and failures == [], said
+    assert "0 failed (slept 0 s)" in said
+    services = sorted((repo / "src" / "app").glob("*/services/*.py"))
+    assert len(services) >= 10 and said.count("passed") == 1
+    broken = services[0]
+    broken.write_text(broken.read_text().replace("return amount *", "return amount +"))
+    passed, failures, said = repository.run_check(repo, seconds=0)
+    module = repository.module_name(str(broken.relative_to(repo)))
+    assert not passed and len(failures) == 1 and failures[0].startswith(f"FAIL {module}.check_")
+    assert "AssertionError" in failures[0] and "1 failed" in said
+    assert git(repo, "status", "--short") == f"M {broken.relative_to(repo)}"  # no bytecode
+
+
+@pytest.mark.parametrize("count", [2, 6, 12, 24, 64])
+def test_every_plan_of_two_issues_or_more_has_semantic_pairs(tmp_path: Path, count: int) -> None:
+    plan = repository.create(tmp_path / "repo", seed=2, issues=count)
+    pairs = plan.pairs()
+    assert len(pairs) == -(-(count - 1) // repository.SEMANTIC_EVERY)  # from keys 1, 9, 17 …
+    assert [issue.key for issue in pairs[1]] == [1, 2]  # taken at the start, together
+    renamed = [rename.semantic["path"] for rename, _ in pairs.values()]  # type: ignore[index]
+    assert len(set(renamed)) == len(renamed)  # each pair a function of its own
+    for rename, call in pairs.values():
+        assert rename.semantic and call.semantic
+        assert rename.semantic["role"] == "rename" and call.semantic["role"] == "call"
+        assert call.semantic["target"] == rename.semantic["path"]
+        assert rename.paths == [rename.semantic["path"]] and call.paths == [call.semantic["path"]]
+        assert rename.paths != call.paths
+        if count > 2:  # with two issues, the pair takes the crash and the dependency too
+            assert rename.crash is None and call.crash is None
+            assert rename.key not in call.blocked_by and call.key not in rename.blocked_by
+            assert not rename.extra and not call.extra
+        assert not {*rename.paths, *call.paths} & set(repository.HOT)
+
+
+def pair_issues(plan: Plan) -> tuple[repository.PlanIssue, repository.PlanIssue]:
+    rename, call = plan.pairs()[1]
+    return rename, call
+
+
+def test_a_semantic_pair_passes_alone_and_fails_together(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    """The rename and the call, each made on the same base: each branch passes the check;
+    the two landed one after the other (no textual conflict) fail it."""
+    repo, plan, path = bench
+    plan.save(path)
+    rename, call = pair_issues(plan)
+    one, two = worktree(repo, "one"), worktree(repo, "two")
+    assert agent(one, path, rename.key).returncode == 0
+    assert agent(two, path, call.key).returncode == 0
+    assert repository.run_check(one, seconds=0)[0]
+    assert repository.run_check(two, seconds=0)[0]
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")
+    git(two, "rebase", "-q", "main")  # clean: different files
+    passed, failures, _ = repository.run_check(two, seconds=0)
+    assert not passed
+    [failure] = failures
+    old = rename.semantic["old"]  # type: ignore[index]
+    assert call.semantic["feature"] in failure and old in failure  # type: ignore[index]
+    assert "ImportError" in failure
+
+
+@pytest.mark.parametrize("first", ["rename", "call"])
+def test_a_semantic_pair_member_redone_after_the_other_landed_passes(
+    bench: tuple[Path, Plan, Path], first: str
+) -> None:
+    """The call made after the rename landed uses the new name; the rename made after
+    the call landed renames the call too."""
+    repo, plan, path = bench
+    plan.save(path)
+    rename, call = pair_issues(plan)
+    before, after = (rename, call) if first == "rename" else (call, rename)
+    one = worktree(repo, "one")
+    assert agent(one, path, before.key).returncode == 0
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")
+    two = worktree(repo, "two")
+    done = agent(two, path, after.key)
+    assert done.returncode == 0, done.stderr
+    passed, _, said = repository.run_check(two, seconds=0)
+    assert passed, said
+    new = rename.semantic["new"]  # type: ignore[index]
+    caller = (two / call.semantic["path"]).read_text()  # type: ignore[index]
+    assert f"import {new}" in caller and rename.semantic["old"] not in caller  # type: ignore[index]
+    changed = git(two, "diff", "--name-only", "main", "HEAD").splitlines()
+    assert set(changed) == (
+        {call.semantic["path"]}  # type: ignore[index]
+        if first == "rename"
+        else {rename.semantic["path"], call.semantic["path"]}  # type: ignore[index]
+    )
+
+
+def test_red_commits_are_the_commits_on_main_whose_tree_fails_the_check(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    """Every commit after the base is checked out and checked: the semantic pair's
+    second landing is red, and so is what follows it until a fix."""
+    repo, plan, path = bench
+    plan.save(path)
+    rename, call = pair_issues(plan)
+    base = repository.base_commit(repo)
+    assert repository.red_commits(repo, base) == []  # nothing after the base
+    one, two = worktree(repo, "one"), worktree(repo, "two")
+    assert agent(one, path, rename.key).returncode == 0
+    assert agent(two, path, call.key).returncode == 0
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")
+    git(two, "rebase", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "projektor/two")
+    red_tip = git(repo, "rev-parse", "main")
+    (repo / "notes.txt").write_text("a commit that changes nothing checked\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-q", "-m", "Notes")
+    red = repository.red_commits(repo, base)
+    assert [commit["commit"] for commit in red] == [red_tip, git(repo, "rev-parse", "main")]
+    assert red[0]["subject"] == call.title and red[0]["failures"][0].startswith("FAIL ")
+    assert red[0]["new"] == red[0]["failures"] and red[1]["new"] == []  # it broke main
+    assert git(repo, "worktree", "list").count("\n") == 2  # the audit's own is gone
+    assert repository.red_commits(repo, base, branch="projektor/one") == []
+
+
+def test_with_check_it_fails_when_its_work_breaks_the_check_not_its_base(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    """--check, as a pull request's CI: the agent's own breakage is exit 1 saying what
+    failed; a base that fails already does not fail it."""
+    repo, plan, path = bench
+    rename, call = pair_issues(plan)
+    call.semantic["module"] = "app.nowhere"  # type: ignore[index]
+    plan.save(path)
+    broken = agent(worktree(repo, "one"), path, call.key, "--check")
+    assert broken.returncode == 1 and "the check failed" in broken.stderr
+    assert "app.nowhere" in broken.stderr
+    # On a red base (the call above landed), a sound change passes.
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")
+    assert not repository.run_check(repo, seconds=0)[0]
+    other = next(issue for issue in plan.issues if not issue.semantic and not issue.crash)
+    done = agent(worktree(repo, "two"), path, other.key, "--check")
+    assert done.returncode == 0, done.stderr
+    assert "as its base did" in done.stderr
+    ready = path.with_name(path.name + ".ready")
+    assert [note.name.split(".")[0] for note in ready.iterdir()] == [str(other.key)]
+
+
+def test_coordinated_a_rename_whose_caller_stays_refused_gives_the_issue_back(
+    bench: tuple[Path, Plan, Path],
+) -> None:
+    """All or nothing: a caller the hooks keep refusing is exit 1, nothing committed."""
+    repo, plan, path = bench
+    plan.save(path)
+    rename, call = pair_issues(plan)
+    one = worktree(repo, "one")
+    assert agent(one, path, call.key).returncode == 0  # the call lands first
+    git(repo, "merge", "-q", "--ff-only", "projektor/one")
+    two = worktree(repo, "two")
+    log = repo.parent / "hook.log"
+    settings_with_hook(two, log, [call.semantic["path"]])  # type: ignore[index]
+    done = agent(two, path, rename.key, "--coordinated")
+    assert done.returncode == 1 and "stayed someone else's" in done.stderr
+    assert git(two, "rev-list", "--count", "main..HEAD") == "0"
