@@ -6,6 +6,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,8 +22,11 @@ import httpx
 
 from benchmarks import server as harness
 from benchmarks.cpu import server_cpu_seconds
+from benchmarks.fleet import percentile
 from benchmarks.fleet_experiment.databases import ROOT
 from benchmarks.fleet_experiment.measures import (
+    AGENT_CHECK_FAILED,
+    CHECK_FAILED,
     CONFLICTED,
     CRASHED,
     GIVE_BACK,
@@ -31,8 +35,11 @@ from benchmarks.fleet_experiment.measures import (
     agent_notes,
     crash_record,
     git,
+    landing_waits,
     log_errors,
     machine_ticks,
+    parse_time,
+    ready_times,
     runner_cpu_seconds,
 )
 from benchmarks.fleet_experiment.settings import Progress, Settings
@@ -72,7 +79,10 @@ class Condition:
         self, name: str, settings: Settings, database: str, where: Path, progress: Progress
     ) -> None:
         self.name, self.settings, self.database = name, settings, database
-        self.coordinated = name == "coordinated"
+        # Claims: declared paths, the runners' scan and the agent CLI's hooks, one landing
+        # at a time checked again after its rebase (--verify); the queue: batched landings.
+        self.claims = name in ("claims", "queue")
+        self.queue = name == "queue"
         self.where, self.progress = where, progress
         self.repo = where / "repo"
         self.plan_path = where / "plan.json"
@@ -91,7 +101,9 @@ class Condition:
             ttl=s.ttl,
             crash_rate=s.crash_rate,
             work_seconds=s.work_seconds,
+            check_seconds=s.check_seconds,
         )
+        self.base = repository.base_commit(self.repo)
         keys = self.seed()
         self.agents = list(keys["agents"])
         env = harness.app_environment(
@@ -184,7 +196,7 @@ class Condition:
                 "status": "todo",
                 "requires_filesystem": True,
             }
-            if self.coordinated:
+            if self.claims:
                 body["paths"] = issue.paths
             ids[issue.key] = int(self.call("POST", "/issues/", body, 201)["id"])
         for issue in self.plan.issues:
@@ -199,16 +211,22 @@ class Condition:
         s = self.settings
         command = [sys.executable, "-m", "projektor_agent", "run", "--loop", "--project", PROJECT]
         command += ["--worktrees", str(self.where / "worktrees"), "--integrate"]
-        command += ["--scan", f"{s.scan:g}" if self.coordinated else "0"]
-        if self.coordinated:
-            command += ["--hooks", s.harness]
+        command += ["--scan", f"{s.scan:g}" if self.claims else "0"]
+        if self.claims:
+            check = f"{shlex.quote(sys.executable)} {repository.CHECK}"
+            command += ["--hooks", s.harness, "--verify", check]
+        if self.queue:
+            command += ["--queue", "--batch-max", str(s.batch_max)]
         command += ["--", sys.executable, str(AGENT), "--plan", str(self.plan_path)]
-        if self.coordinated:
+        if self.claims:
             command += ["--coordinated", "--harness", s.harness]
+        else:
+            command += ["--check"]  # the branch checked alone, as a pull request's CI
         env = {
             name: value
             for name, value in os.environ.items()
-            if not name.startswith(("PROJEKTOR_", "GIT_", "DJANGO_")) and name != "DATABASE_URL"
+            if not name.startswith(("PROJEKTOR_", "GIT_", "DJANGO_", "WORKBENCH_"))
+            and name != "DATABASE_URL"
         }
         env.update(
             PROJEKTOR_URL=self.url,
@@ -322,9 +340,11 @@ class Condition:
         done = sum(issue["status"] == "done" for issue in issues)
         files = set(git(self.repo, "ls-tree", "-r", "--name-only", "main").split())
         landed = self.landed()
+        pairs = {issue.key: issue.semantic["pair"] for issue in self.plan.issues if issue.semantic}
         conflicts: list[dict[str, Any]] = []
         crashes: list[dict[str, Any]] = []
-        others: list[dict[str, Any]] = []  # give-backs neither a crash nor a conflict
+        caught: list[dict[str, Any]] = []  # failed checks before the work landed
+        others: list[dict[str, Any]] = []  # give-backs neither a crash, a conflict nor a check
         give_backs = 0
         status_of = {int(issue["id"]): issue["status"] for issue in issues}
         for issue_id, key in sorted(self.keys_by_id.items()):
@@ -338,7 +358,11 @@ class Condition:
                 give_backs += 1
                 why = message["body"][given.end() :]
                 first_line = why.splitlines()[0] if why else ""
-                if CRASHED.match(first_line) and PLANNED_CRASH in message["body"]:
+                if CHECK_FAILED.search(first_line) or AGENT_CHECK_FAILED in message["body"]:
+                    caught.append(
+                        {"issue": key, "pair": pairs.get(key), "reason": first_line[:300]}
+                    )
+                elif CRASHED.match(first_line) and PLANNED_CRASH in message["body"]:
                     crashes.append(
                         crash_record(key, given["agent"], message, leases, status_of[issue_id])
                     )
@@ -352,6 +376,16 @@ class Condition:
         integrations = landed_total + len(conflicts)
         notes = agent_notes(runners)
         waits = [c["waited_seconds"] for c in crashes if c["waited_seconds"] is not None]
+        red = repository.red_commits(self.repo, self.base)
+        landings = self.landings() if self.queue else []
+        landed_at = self.landed_at(landings)
+        wait_by_key = landing_waits(ready_times(self.plan_path), landed_at)
+        landing_wait = sorted(wait_by_key.values())
+        queued = sorted(
+            (parse_time(e["finished_at"]) - parse_time(e["queued_at"])).total_seconds()
+            for e in landings
+            if e.get("state") == "landed" and e.get("finished_at") and e.get("queued_at")
+        )
         return {
             "condition": self.name,
             "settings": {**asdict(self.settings), "work_seconds": list(self.settings.work_seconds)},
@@ -366,6 +400,29 @@ class Condition:
             "conflict_rate": round(len(conflicts) / integrations, 3) if integrations else 0.0,
             "conflict_files": dict(conflict_files.most_common()),
             "conflicts": conflicts,
+            "red_landings": len(red),
+            # The red commits that broke something (the others landed on a broken main).
+            "red_breaking": sum(1 for commit in red if commit["new"]),
+            "red_commits": [
+                {
+                    "commit": commit["commit"][:12],
+                    "subject": commit["subject"],
+                    "failures": commit["failures"][:3],
+                    "new": commit["new"][:3],
+                }
+                for commit in red
+            ],
+            "semantic_pairs": len(set(pairs.values())),
+            "semantic_conflicts_caught": len(caught),
+            "checks_failed": caught,
+            "landing_wait_p50_seconds": round(percentile(landing_wait, 0.50), 1),
+            "landing_wait_p95_seconds": round(percentile(landing_wait, 0.95), 1),
+            "landing_waits_measured": len(landing_wait),
+            "queue_wait_p95_seconds": round(percentile(queued, 0.95), 1) if queued else None,
+            "queue_rejections": dict(
+                Counter(str(e.get("reason")) for e in landings if e.get("state") == "rejected")
+            ),
+            "queue_batches": len({e.get("fence") for e in landings if e.get("fence")}),
             "done_twice": sum(1 for count in landed.values() if count > 1),
             "done_twice_issues": sorted(key for key, count in landed.items() if count > 1),
             "issues_landed_never": sorted(
@@ -389,6 +446,31 @@ class Condition:
             "runner_exits": exits,
             "client_5xx": sum(n for (_, status), n in self.tally.server_errors().items()),
         }
+
+    def landings(self) -> list[dict[str, Any]]:
+        """The project's landing queue, every entry (the queue condition's)."""
+        return self.pages(f"/landings/?project={PROJECT}")
+
+    def landed_at(self, landings: list[dict[str, Any]]) -> dict[int, float]:
+        """When each issue's work landed (seconds since the epoch): its landing entry's
+        end in the queue, else the end of its integration run on the primary worktree."""
+        at: dict[int, float] = {}
+        for entry in landings:
+            key = self.keys_by_id.get(int(entry["issue"]))
+            if key is not None and entry.get("state") == "landed" and entry.get("finished_at"):
+                at[key] = parse_time(entry["finished_at"]).timestamp()
+        if at:
+            return at
+        for issue_id, key in self.keys_by_id.items():
+            for run in self.pages(f"/runs/?issue={issue_id}"):
+                if (
+                    run.get("worktree") == "primary"
+                    and run.get("status") == "succeeded"
+                    and run.get("finished_at")
+                ):
+                    moment = parse_time(run["finished_at"]).timestamp()
+                    at[key] = max(at.get(key, 0.0), moment)
+        return at
 
     def landed(self) -> Counter[int]:
         """The agent's commits on main, per issue key: more than one is work done twice."""

@@ -16,6 +16,12 @@ GIVE_BACK = re.compile(r"projektor run: agent (?P<agent>\S+) gave issue (?P<issu
 # A rebase that cannot be made clean: at the landing, or when a claim needed a fresh base.
 CONFLICTED = re.compile(r"conflict|cannot be rebased", re.IGNORECASE)
 PLANNED_CRASH = "crashing as planned"  # the agent's last words, in the give-back's stderr tail
+# A check that failed before the work landed: the runner's --verify (after a rebase), the
+# landing queue's rejection ("check failed", found by bisection), or, in the give-back's
+# stderr tail, the agent's own check (its --check, as a pull request's CI).
+CHECK_FAILED = re.compile(r"verification failed|check failed", re.IGNORECASE)
+AGENT_CHECK_FAILED = "workbench agent: the check failed"
+CLOCK_SLACK = 1.0  # the server's timestamps and the agent's clock: one machine, rounding
 CRASHED = re.compile(r"the agent (exited with status [1-9]\d*|was killed by SIG\w+)")
 
 
@@ -47,6 +53,29 @@ def crash_record(
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def ready_times(plan_path: Path) -> dict[int, list[float]]:
+    """When each issue's work was ready to land (its agent's exit 0), per attempt: what
+    the scripted agent notes in ``PLAN.ready/<key>.<attempt>``."""
+    where = plan_path.with_name(plan_path.name + ".ready")
+    times: dict[int, list[float]] = {}
+    for note in sorted(where.glob("*.*")) if where.is_dir() else []:
+        key = note.name.split(".", 1)[0]
+        if key.isdigit():
+            times.setdefault(int(key), []).append(float(note.read_text().strip()))
+    return {key: sorted(values) for key, values in times.items()}
+
+
+def landing_waits(ready: dict[int, list[float]], landed: dict[int, float]) -> dict[int, float]:
+    """Per issue landed, the seconds from its landed work's being ready (the last exit 0
+    of its agent before the landing) to the landing."""
+    waits: dict[int, float] = {}
+    for key, at in landed.items():
+        before = [moment for moment in ready.get(key, []) if moment <= at + CLOCK_SLACK]
+        if before:
+            waits[key] = round(max(0.0, at - before[-1]), 2)
+    return waits
 
 
 def agent_notes(runners: list[Runner]) -> dict[str, int]:

@@ -1,25 +1,32 @@
-"""The fleet experiment: does Projektor prevent merge conflicts? (``benchmarks.fleet_experiment``)
+"""The fleet experiment: merge conflicts and red landings (``benchmarks.fleet_experiment``)
 
     python manage.py bench_fleet [--runners N] [--issues M] [--seed S] [--quick] [--json PATH]
+                                 [--check-seconds S] [--batch-max N]
+                                 [--condition uncoordinated|claims|queue ...]
                                  [--harness claude-code|codex|gemini|cursor|copilot]
                                  [--scaling 1,4,8,16]
 
 Runs N runners with the workbench's scripted agent over M issues of a generated
-repository, coordinated (the agent speaking to the edit-time hooks of the agent CLI
-``--harness``, Claude Code's by default) then uncoordinated, each on a fresh database
-beside the one configured (DATABASE_URL: a PostgreSQL server, else scratch SQLite
-files) and its own gunicorn; prints both side by side, and fails when the coordinated
-condition misses the bar (a conflicting integration, work done twice, a crashed agent's
-issue left unfinished or finished by that agent's own runner, an issue not done, issues
-per minute under 0.8 × the uncoordinated condition's when both ran) or any 5xx was
-answered.
+repository whose check takes ``--check-seconds``, in three conditions: uncoordinated
+(no claims, each branch checked alone before it lands, as a pull request's CI),
+claims (the agent speaking to the edit-time hooks of the agent CLI ``--harness``,
+Claude Code's by default; one landing at a time, checked again after its rebase) and
+queue (claims, and the landing queue's batches of up to ``--batch-max``), each on a
+fresh database beside the one configured (DATABASE_URL: a PostgreSQL server, else
+scratch SQLite files) and its own gunicorn; prints them side by side, and fails when
+the bar is missed: claims or queue with a conflicting integration, a red landing, a
+crashed agent's issue left unfinished or finished by that agent's own runner, an issue
+not done; uncoordinated without a red landing (nothing shown); the queue under 1.5 ×
+the claims condition's issues per minute at 6 runners or more with a check of 10 s or
+more; in any condition work done twice, a runner lost or a 5xx answered.
 
-``--scaling 1,4,8,16``: the coordinated condition only, at each runner count, over one
-plan of max(M, 4 × the largest count) issues (M when ``--issues`` is given); prints per
-count issues per minute, the speed-up over the fewest runners, the runners', server's
-and machine's CPU and the plan's critical path (``--json``: a ``scaling`` list), and
-fails when a count misses the coordinated bar (a crash finished by its own runner is
-no miss with one runner). Throughput that falls as runners are added is said, not failed.
+``--scaling 1,4,8,16``: the claims condition only, at each runner count, over one plan
+of max(M, 4 × the largest count) issues (M when ``--issues`` is given), with a check of
+0 seconds unless ``--check-seconds`` says otherwise; prints per count issues per minute,
+the speed-up over the fewest runners, the runners', server's and machine's CPU and the
+plan's critical path (``--json``: a ``scaling`` list), and fails when a count misses the
+claims bar (a crash finished by its own runner is no miss with one runner). Throughput
+that falls as runners are added is said, not failed.
 """
 
 import argparse
@@ -38,6 +45,13 @@ from benchmarks.management.commands.bench import positive_float, positive_int
 from demo.workbench import speech
 
 
+def seconds(value: str) -> float:
+    number = float(value)
+    if number < 0:
+        raise ValueError(value)
+    return number
+
+
 def runner_counts(text: str) -> list[int]:
     """``1,4,8,16``: distinct positive counts, in increasing order."""
     try:
@@ -50,7 +64,10 @@ def runner_counts(text: str) -> list[int]:
 
 
 class Command(BaseCommand):
-    help = "The fleet experiment: merge conflicts among runners, with and without claims."
+    help = (
+        "The fleet experiment: merge conflicts and red landings among runners, uncoordinated, "
+        "with claims, and with the landing queue."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         default, quick = experiment.DEFAULT, experiment.QUICK
@@ -79,12 +96,24 @@ class Command(BaseCommand):
             "--condition",
             choices=experiment.CONDITIONS,
             action="append",
-            help="run only this condition (repeatable; default both)",
+            help="run only this condition (repeatable; default all three)",
+        )
+        parser.add_argument(
+            "--check-seconds",
+            type=seconds,
+            help="how long the repository's check sleeps before it imports and checks "
+            f"(default {default.check_seconds:g}; --quick {quick.check_seconds:g}; "
+            "--scaling 0)",
+        )
+        parser.add_argument(
+            "--batch-max",
+            type=positive_int,
+            help=f"the queue condition's --batch-max (default {default.batch_max})",
         )
         parser.add_argument(
             "--harness",
             choices=speech.HARNESSES,
-            help="the agent CLI whose hooks the coordinated agents speak to "
+            help="the agent CLI whose hooks the claiming agents speak to "
             f"(default {default.harness})",
         )
         parser.add_argument(
@@ -94,7 +123,7 @@ class Command(BaseCommand):
             "--scaling",
             type=runner_counts,
             metavar="N,N,...",
-            help="the coordinated condition at each runner count, on a plan wide enough for "
+            help="the claims condition at each runner count, on a plan wide enough for "
             "the largest (4 issues per runner at least)",
         )
         parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -120,8 +149,12 @@ class Command(BaseCommand):
             ttl=options["ttl"],
             time_cap=options["time_cap"],
             harness=options["harness"],
+            check_seconds=options["check_seconds"],
+            batch_max=options["batch_max"],
         )
         if options["scaling"]:
+            if options["check_seconds"] is None:  # the runners measured, not the check
+                settings = replace(settings, check_seconds=0.0)
             self.scaling(settings, options, progress)
             return
         conditions = tuple(
