@@ -178,6 +178,7 @@ class Events:
     def __init__(self, client: Client, signals: Signals) -> None:
         self.client, self.signals = client, signals
         self.cursor = 0  # the newest event id seen
+        self.caught_up = False  # by catch_up, even when no event was found
 
     def saw(self, cursor: int) -> None:
         self.cursor = max(self.cursor, cursor)
@@ -188,7 +189,7 @@ class Events:
         self.signals.check()
         self.signals.waiting = True
         try:
-            if not self.cursor:
+            if not self.cursor and not self.caught_up:
                 self.catch_up(types, project)
             wait = int(max(1, min(seconds, 30)))
             query = {"after": self.cursor, "type": types, "wait": wait, "project": project}
@@ -206,6 +207,7 @@ class Events:
             page = self.client.get("/events/", query)
             self.saw(int(page.get("next") or 0))
             if len(page.get("events", [])) < CATCH_UP_LIMIT:
+                self.caught_up = True
                 return
 
 

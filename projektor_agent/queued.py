@@ -9,11 +9,12 @@ from typing import Any
 
 from projektor_agent import gitops, integrate, landgit, landing
 from projektor_agent.context import Events, Interrupted, RunContext, Unit
-from projektor_agent.errors import Refused, UsageError
+from projektor_agent.errors import Refused, Unreachable, UsageError
 from projektor_agent.output import say, warn
 from projektor_agent.supervise import Watch
 
 WAIT_SECONDS = 25  # one long poll for the queue's news (the server allows 30)
+PAUSE_SECONDS = 5  # after the server did not answer
 
 
 class Queued:
@@ -88,12 +89,16 @@ class Queued:
         while True:
             if self.watch.lost:
                 raise integrate.Failed("the work was taken before it landed")
-            entry = self.client.get(f"/landings/{landing_id}/")
-            if entry.get("state") == "landed":
-                return self.landed(entry)
-            if entry.get("state") == "rejected":
-                raise integrate.Failed(rejection(entry))
-            self.meanwhile()
+            try:
+                entry = self.client.get(f"/landings/{landing_id}/")
+                if entry.get("state") == "landed":
+                    return self.landed(entry)
+                if entry.get("state") == "rejected":
+                    raise integrate.Failed(rejection(entry))
+                self.meanwhile()
+            except Unreachable as error:  # the heartbeat goes on: the wait outlives it
+                warn(f"issue {self.unit.id}: {error.message}; asking again in {PAUSE_SECONDS} s")
+                self.context.signals.pause(PAUSE_SECONDS)
 
     def meanwhile(self) -> None:
         """A tester's turn when the queue's batch is free; else a wait for its news."""

@@ -361,3 +361,58 @@ def test_queue_without_its_companions_is_a_usage_error_and_takes_nothing(
     assert api.get(f"/issues/{issue['id']}/")["lease"] is None
     outside = projektor("land", "--verify", "true", cwd=tmp_path)
     assert outside.returncode == 2 and "not in a git repository" in outside.stderr
+
+
+def test_an_entry_that_does_not_apply_is_rejected_naming_the_files_and_the_next_lands(
+    api, projektor, repo, checked, tmp_path
+):
+    project = api.project()
+    clash = queue_by_hand(api, repo, project, "src/app.py", "print('ours')\n", "Ours")
+    fine = queue_by_hand(api, repo, project, "docs/b.md", "b\n", "Doc b")
+    # Someone who ignores the queue changes the same lines on main meanwhile.
+    (repo / "src" / "app.py").write_text("print('theirs')\n")
+    git(repo, "commit", "-q", "-am", "Theirs")
+    base = git(repo, "rev-parse", "main")
+    with kept_live(api, [clash["session"], fine["session"]]):
+        done = projektor("land", "--verify", checked["command"], cwd=repo, agent="lander")
+    assert done.returncode == 0, done.stderr
+
+    rejected = landing(api, clash)
+    assert (rejected["state"], rejected["reason"]) == ("rejected", "conflict")
+    assert rejected["detail"] == "src/app.py"
+    assert f"landing {clash['id']} (issue {clash['issue']}) rejected: conflict in src/app.py" in (
+        done.stderr
+    )
+    assert landing(api, fine)["state"] == "landed"
+    assert git(repo, "log", "--format=%s", f"{base}..main").splitlines() == ["Doc b"]
+    assert (repo / "src" / "app.py").read_text() == "print('theirs')\n"
+    assert len(checks(checked)) == 1
+    assert_always_green(repo, checked, tmp_path, base)
+
+
+def test_with_a_remote_the_batch_is_tested_on_its_default_branch_and_pushed(
+    api, projektor, repo, checked, tmp_path
+):
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    other = tmp_path / "other"  # someone else pushes first, from another clone
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    (other / "theirs.md").write_text("pushed first\n")
+    git(other, "add", "theirs.md")
+    git(other, "commit", "-q", "-m", "Theirs")
+    git(other, "push", "-q", "origin", "main")
+    ours = git(repo, "rev-parse", "main")
+    project = api.project()
+    entry = queue_by_hand(api, repo, project, "docs/ours.md", "ours\n", "Ours")
+    with kept_live(api, [entry["session"]]):
+        done = projektor("land", "--verify", checked["command"], cwd=repo, agent="pusher")
+    assert done.returncode == 0, done.stderr
+
+    landed = landing(api, entry)
+    assert landed["state"] == "landed"
+    assert git(origin, "rev-parse", "main") == landed["landed_commit"]
+    assert git(origin, "log", "--format=%s", "-2", "main").splitlines() == ["Ours", "Theirs"]
+    assert git(repo, "rev-parse", "main") == ours  # the local branch is not the one landed on
+    [(tree, outcome)] = checks(checked)
+    assert (tree, outcome) == (git(origin, "rev-parse", "main^{tree}"), "green")
