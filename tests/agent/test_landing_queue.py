@@ -416,3 +416,29 @@ def test_with_a_remote_the_batch_is_tested_on_its_default_branch_and_pushed(
     assert git(repo, "rev-parse", "main") == ours  # the local branch is not the one landed on
     [(tree, outcome)] = checks(checked)
     assert (tree, outcome) == (git(origin, "rev-parse", "main^{tree}"), "green")
+
+
+def test_a_batch_whose_branch_moved_during_its_check_goes_back_and_lands_on_the_new_tip(
+    api, projektor, repo, checked, tmp_path
+):
+    project = api.project()
+    entry = queue_by_hand(api, repo, project, "docs/late.md", "late\n", "Late")
+    once = tmp_path / "moved"
+    meanwhile = (
+        f"if [ ! -e {once} ]; then touch {once}; "
+        f"git -C {repo} commit -q --allow-empty -m Meanwhile; fi; {checked['command']}"
+    )
+    with kept_live(api, [entry["session"]]):
+        first = projektor("land", "--verify", meanwhile, cwd=repo, agent="racer")
+        assert first.returncode == 0, first.stderr
+        assert "main not moved (main moved meanwhile" in first.stderr
+        back = landing(api, entry)
+        assert back["state"] == "queued" and back["place"] == 1
+        moved = git(repo, "rev-parse", "main")
+        second = projektor("land", "--verify", meanwhile, cwd=repo, agent="racer")
+        assert second.returncode == 0, second.stderr
+    landed = landing(api, entry)
+    assert landed["state"] == "landed" and back["fence"] is None
+    assert git(repo, "log", "--format=%s", "-2", "main").splitlines() == ["Late", "Meanwhile"]
+    assert git(repo, "rev-parse", "main~1") == moved
+    assert_always_green(repo, checked, tmp_path, moved)
