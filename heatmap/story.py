@@ -45,6 +45,7 @@ from coordination.models import (
 from coordination.paths import under_prefix
 from coordination.selectors.dashboard import count_of
 from coordination.selectors.graph import Graph, graph_of, with_graph
+from coordination.selectors.landing_stats import open_entry_of_issue
 from heatmap.models import DayCount, DayCountSeries
 from heatmap.rollups import outside_days, whole_days
 
@@ -108,8 +109,9 @@ def board_issues(
 def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> QuerySet[Issue]:
     """Each issue with its holder now (``holder_name``, ``holder_live``, and
     ``holder_stalled``: live but making no progress, invariant 17 (stalled is derived); no lease:
-    None) and its claims and conflicts (either side) in the window, as subqueries: the whole
-    days from the board's day counts (invariant 15 (day counts)), the part days from the rows."""
+    None), its open landing entry (``landing_state``, ``landing_place``), and its claims and
+    conflicts (either side) in the window, as subqueries: the whole days from the board's day
+    counts (invariant 15 (day counts)), the part days from the rows."""
     unreleased = IssueLease.objects.filter(issue=OuterRef("pk"), released_at__isnull=True)
     days = whole_days(since, until)
 
@@ -134,6 +136,9 @@ def with_story(rows: QuerySet[Issue], *, since: datetime, until: datetime) -> Qu
         claims_in_window=counted(claims, "claimed_at", DayCountSeries.ISSUE_CLAIMS),
         conflicts_in_window=counted(rejected, "occurred_at", DayCountSeries.ISSUE_REJECTED)
         + counted(held, "occurred_at", DayCountSeries.ISSUE_HELD),
+        # Its open landing entry: queued or testing, and its place in the project's queue
+        # (invariant 21 (the default branch is always green)).
+        **open_entry_of_issue(),
     )
 
 

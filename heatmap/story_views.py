@@ -17,6 +17,7 @@ from django.utils import timezone
 from coordination.models import MAX_ID, Agent, Issue, Project, Workspace
 from coordination.services import operators
 from heatmap import figures, health, selectors, story
+from heatmap import landings as landing_pages
 from heatmap import resources as resource_pages
 from heatmap.forms import BoardForm, PathForm, ReviewForm, WindowForm
 from heatmap.timeline import Links, timeline
@@ -112,6 +113,7 @@ def issue_page(request: HttpRequest, slug: str, issue_id: int) -> HttpResponse:
         "timeline": timeline(told, links_for(workspace)),
         "timeline_limit": story.TIMELINE_LIMIT,
         "resource_holds": resource_pages.issue_holds(workspace, issue),
+        "landings": landing_pages.issue_landings(workspace, issue),
         "review": review,
     }
     return render(request, "heatmap/issue.html", context, status=status)

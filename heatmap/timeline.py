@@ -15,6 +15,7 @@ from typing import Any
 from coordination import actors
 from coordination.actors import Actor
 from coordination.models import ClaimConflict, Event
+from heatmap.landings import detail_tail
 from heatmap.resources import slot_words
 from heatmap.story import IssueStory
 
@@ -38,6 +39,8 @@ TONE = {
     "lease.granted": "good",
     "claims.granted": "good",
     "resource.acquired": "good",
+    "landing.rejected": "bad",
+    "landing.landed": "good",
     "issue.transitioned": "info",
 }
 
@@ -218,6 +221,9 @@ def describe(event: Event, story: IssueStory, links: Links) -> Entry:
         )
     elif kind.startswith("resource."):
         parts = resource_parts(kind, data, first, holder, links)
+    elif kind.startswith("landing."):
+        parts = landing_parts(kind, data, first, actor)
+        detail = detail_tail(str(data.get("detail", "")), 8) if kind == "landing.rejected" else ""
     else:
         parts = [Part(kind), Part(" by "), actor]
     return Entry(at=event.occurred_at, kind=kind, parts=parts, detail=detail)
@@ -260,6 +266,31 @@ def resource_parts(
             parts += [Part(", held by " if index == 0 else ", "), who]
         return parts
     return [Part(kind), Part(" "), name]
+
+
+def landing_parts(kind: str, data: dict[str, Any], first: Part, actor: Part) -> list[Part]:
+    """The issue's branch in the landing queue (invariant 21 (the default branch is always
+    green)): queued, under test in a batch, landed as a commit, or rejected and why."""
+    entry = f"entry {data.get('landing')}"
+    if kind == "landing.queued" and data.get("returned_by") is not None:
+        return [Part(f"Landing {entry} back in line: its batch (fence "
+                     f"{data.get('returned_by')}) was returned by "), actor]  # fmt: skip
+    if kind == "landing.queued":
+        commit = Part(str(data.get("commit", ""))[:12], code=True)
+        branch = Part(str(data.get("branch", "")), code=True)
+        return [first, Part(" queued "), branch, Part(" at "), commit, Part(f" to land ({entry})")]
+    if kind == "landing.testing":
+        batch = list(data.get("batch", []))
+        others = f", with {len(batch) - 1} other entr{'y' if len(batch) == 2 else 'ies'}"
+        size = others if len(batch) > 1 else ""
+        return [Part(f"Landing {entry} under test by "), actor,
+                Part(f" (batch fence {data.get('fence')}{size})")]  # fmt: skip
+    if kind == "landing.landed":
+        commit = Part(str(data.get("commit", ""))[:12], code=True)
+        return [Part(f"Landed ({entry}) as "), commit, Part(" by "), actor]
+    if kind == "landing.rejected":
+        return [Part(f"Landing {entry} rejected {data.get('reason')}"), Part(" by "), actor]
+    return [Part(kind), Part(" by "), actor]
 
 
 def conflict_entry(row: ClaimConflict, issue_id: int, links: Links) -> Entry:

@@ -18,6 +18,7 @@ from coordination.models import FileClaim, IssueLease, Project, Workspace
 from coordination.selectors import dashboard
 from coordination.selectors.access import workspaces_visible_to
 from heatmap import figures, health, selectors
+from heatmap import landings as landing_pages
 from heatmap import resources as resource_pages
 from heatmap.forms import HeatmapForm, WindowForm
 
@@ -248,6 +249,7 @@ def health_page(request: HttpRequest, slug: str) -> HttpResponse:
         )
         if resources.resources
         else None,
+        "landings": landing_pages.landings_now(*window),
         "run_counts": health.troubled_run_counts(*window),
         "runs": dashboard.troubled_runs([workspace], since=since, until=until, per_workspace=15),
     }

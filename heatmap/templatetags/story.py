@@ -11,6 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from heatmap.landings import detail_tail
 from heatmap.resources import slot_words
 
 register = template.Library()
@@ -73,3 +74,25 @@ def capped(rows: list[Any]) -> Capped:
     """The first ``CARD_PATHS`` rows, and how many more there are."""
     rows = list(rows)
     return Capped(rows[:CARD_PATHS], max(len(rows) - CARD_PATHS, 0))
+
+
+@register.filter
+def ordinal(number: int | None) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``, ``22nd``: a place in a queue."""
+    if number is None:
+        return ""
+    n = int(number)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@register.filter
+def tail_lines(detail: str) -> str:
+    """A rejection's detail's last lines (the check's output ends with why)."""
+    return detail_tail(detail or "")
+
+
+@register.filter
+def short_commit(commit: str) -> str:
+    """A commit's first 12 characters, as git shows it short."""
+    return (commit or "")[:12]
