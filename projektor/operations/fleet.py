@@ -1,15 +1,17 @@
 """The fleet's gauges and counters, computed when Prometheus scrapes.
 
-Eleven grouped statements, whatever the number of workspaces, projects or rows (a
+Twelve grouped statements, whatever the number of workspaces, projects or rows (a
 test pins the count): the workspaces, the projects, and one ``GROUP BY`` each for
 live sessions (and the stalled among them, invariant 17 (stalled is derived)), unreleased leases
 (split by their liveness, invariants 1 (liveness) and 17 (stalled is derived)), lease releases by
 reason, unreleased file claims, claim conflicts, WIP-cap denials and webhook deliveries by state;
 the resources with their units in use and calls waiting, and their refusals of the last day
-(invariant 20 (resources are counted)). A workspace, project or resource with none of something
-shows 0, so "no live agents" is a value an alert can see. The two counters count the append-only
-logs (invariant 8 (append-only logs)): they only grow. Refusals are read from the event log,
-which is pruned: a window (a gauge), not a counter that would fall at each pruning.
+(invariant 20 (resources are counted)); the landing queues' entries by state and reason
+(invariant 21 (the default branch is always green)). A workspace, project or resource with
+none of something shows 0, so "no live agents" is a value an alert can see. The counters
+count the append-only logs (invariant 8 (append-only logs)) and the finished landing
+entries: they only grow. Refusals are read from the event log, which is pruned: a window
+(a gauge), not a counter that would fall at each pruning.
 """
 
 from collections import defaultdict
@@ -28,6 +30,7 @@ from coordination.models import (
     EventType,
     FileClaim,
     IssueLease,
+    Landing,
     Project,
     ReleaseReason,
     Resource,
@@ -37,6 +40,7 @@ from coordination.models import (
     WipCapDenial,
     Workspace,
 )
+from coordination.selectors import landing_stats
 
 # The window of projektor_resource_refusals_24h (within any event retention: a day at least).
 REFUSALS_WINDOW = timedelta(days=1)
@@ -173,6 +177,7 @@ def fleet_metrics() -> list[Metric]:
         denials_family,
         deliveries_family,
         *resource_metrics(slugs),
+        *landing_metrics(slugs, projects),
     ]
 
 
@@ -240,3 +245,40 @@ def resource_metrics(slugs: dict[int, str]) -> list[Metric]:
         waiting_family.add_metric(series, waits)
         refusals_family.add_metric(series, refusals.get((workspace_id, name), 0))
     return [capacity_family, in_use_family, waiting_family, refusals_family]
+
+
+def landing_metrics(
+    slugs: dict[int, str], projects: list[tuple[int, int, str, int]]
+) -> list[Metric]:
+    """Per project: its landing queue's depth (open entries: queued, and the batch under
+    test) and its finished entries by outcome (landed, or the rejection's reason), every
+    outcome of every project reported, 0 when none. One statement; entries are never
+    deleted but with their project, so the outcomes only grow: a counter."""
+    depth: dict[int, int] = defaultdict(int)
+    finished: dict[tuple[int, str], int] = defaultdict(int)
+    for _, project_id, state, reason, n in landing_stats.queue_counts():
+        if state in Landing.OPEN:
+            depth[project_id] += n
+        elif state == Landing.State.LANDED:
+            finished[(project_id, "landed")] += n
+        else:
+            finished[(project_id, reason)] += n
+    depth_family = GaugeMetricFamily(
+        "projektor_landing_queue_depth",
+        "Open entries of a project's landing queue: queued, and the batch under test.",
+        labels=["workspace", "project"],
+    )
+    outcomes_family = CounterMetricFamily(
+        "projektor_landings",
+        "Finished landing entries: landed, or rejected by reason (conflict, check_failed, "
+        "stale_fence).",
+        labels=["workspace", "project", "outcome"],
+    )
+    for project_id, workspace_id, key, _ in sorted(projects, key=lambda p: (p[1], p[2])):
+        slug = slugs.get(workspace_id)
+        if slug is None:  # a workspace made since the workspaces were read
+            continue
+        depth_family.add_metric([slug, key], depth[project_id])
+        for outcome in landing_stats.OUTCOMES:
+            outcomes_family.add_metric([slug, key, outcome], finished[(project_id, outcome)])
+    return [depth_family, outcomes_family]

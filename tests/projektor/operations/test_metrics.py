@@ -26,13 +26,13 @@ from coordination.models import (
     WebhookDelivery,
     Workspace,
 )
-from coordination.services import file_claims, leases, resources
+from coordination.services import file_claims, landings, leases, resources
 from projektor.operations import metrics
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
 
-FLEET_STATEMENTS = 11
+FLEET_STATEMENTS = 12
 # SELECT 1, django_migrations, then one get per cache kept in the database.
 READINESS_STATEMENTS = 2
 
@@ -177,6 +177,70 @@ def test_resources_in_use_capacity_waiting_and_refusals(workspace, other_workspa
     assert of("refusals_24h", "db:test", workspace="globex") == 0
 
 
+def test_landing_queues_depth_and_outcomes(
+    workspace, other_workspace, project, make_issue, make_session
+):
+    """Invariant 21 (the default branch is always green): per project, the open entries
+    (queued and under test), and the finished ones by outcome, every outcome reported."""
+    Project.objects.filter(pk=project.pk).update(agent_wip_limit=20)
+    Project.objects.create(workspace=other_workspace, key="web", name="Web")
+    tester = make_session("tester")
+
+    def queue(n: int) -> tuple[int, AgentSession]:
+        issue, session = make_issue(title=f"issue {n}"), make_session(f"coder-{n}")
+        lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
+        file_claims.claim_files(
+            workspace=workspace, issue_id=issue.pk, paths=[f"src/{n}.py"], session_id=session.pk
+        )
+        entry = landings.queue_landing(
+            workspace=workspace,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            branch=f"work-{n}",
+            commit="abc",
+            fence=lease.lease.fence,
+        )
+        return entry.pk, session
+
+    def depth(samples: dict, workspace: str = "acme", project: str = "core") -> float:
+        return value(samples, "projektor_landing_queue_depth", workspace=workspace, project=project)
+
+    def outcomes(samples: dict, workspace: str = "acme", project: str = "core") -> dict:
+        return {
+            outcome: value(
+                samples,
+                "projektor_landings_total",
+                workspace=workspace,
+                project=project,
+                outcome=outcome,
+            )  # fmt: skip
+            for outcome in ("landed", "conflict", "check_failed", "stale_fence")
+        }
+
+    samples = scrape()
+    assert depth(samples) == 0 and depth(samples, "globex", "web") == 0
+    assert set(outcomes(samples).values()) == {0}
+    ids = [queue(n)[0] for n in range(3)]
+    _, stale_session = queue(3)
+    samples = scrape()
+    assert depth(samples) == 4
+    batch = landings.take_batch(
+        workspace=workspace, project_key="core", session_id=tester.pk, max_entries=3
+    )
+    assert [entry.pk for entry in batch.entries] == ids
+    assert depth(scrape()) == 4  # under test is still open
+    common = {"workspace": workspace, "session_id": tester.pk, "fence": batch.fence}
+    landings.land(landing_id=ids[0], commit="def", **common)
+    landings.reject(landing_id=ids[1], reason="conflict", detail="src/1.py", **common)
+    landings.reject(landing_id=ids[2], reason="check_failed", detail="red", **common)
+    expire(stale_session)
+    landings.take_batch(workspace=workspace, project_key="core", session_id=tester.pk)
+    samples = scrape()
+    assert depth(samples) == 0
+    assert outcomes(samples) == {"landed": 1, "conflict": 1, "check_failed": 1, "stale_fence": 1}
+    assert set(outcomes(samples, "globex", "web").values()) == {0}
+
+
 def test_webhook_deliveries_are_counted_by_state(workspace):
     webhook = Webhook.objects.create(
         workspace=workspace, url="https://hooks.example.test/", secret="s" * 20
@@ -213,9 +277,19 @@ def test_a_scrape_costs_the_same_statements_whatever_the_fleet(
         for name in ("db", "ports"):
             resources.create_resource(workspace=extra, name=name, capacity=2)
             resources.acquire(workspace=extra, name=name, session_id=session.pk)
+        lease = IssueLease.objects.get(issue=issue)
+        landings.queue_landing(
+            workspace=extra,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            branch="work",
+            commit="abc",
+            fence=lease.fence,
+        )
     with django_assert_num_queries(scrape_statements()):
         samples = scrape()
     assert value(samples, "projektor_file_claims", workspace="extra-4") == 5
+    assert value(samples, "projektor_landing_queue_depth", workspace="extra-4", project="p") == 1
     in_use = "projektor_resource_units_in_use"
     assert value(samples, in_use, workspace="extra-4", resource="ports") == 1
 

@@ -34,6 +34,7 @@ ALERTS = {
     "ProjektorAgentsStalled",
     "ProjektorProjectAtWipCap",
     "ProjektorConflictRateHigh",
+    "ProjektorLandingQueueStuck",
     "ProjektorWebhookDeliveriesFailing",
     "ProjektorServerErrors",
     "ProjektorThrottling",
