@@ -4,6 +4,7 @@ through the services (so no invariant can be broken from here)."""
 from coordination.admin import (  # noqa: F401  (register)
     fleet,
     issues,
+    landings,
     logs,
     resources,
     sessions,

@@ -109,6 +109,20 @@ def populate(workspace, count: int, *, start: int = 0) -> None:
             **done,
         )
         ApiKey.issue(workspace, f"key-{n}")
+        m.Landing.objects.create(
+            workspace=workspace,
+            project=project,
+            issue=issue,
+            session=session,
+            agent=agent,
+            branch=f"work-{n}",
+            commit="0123abc",
+            lease_fence=1,
+            state="rejected",
+            reason="conflict",
+            detail=f"src/f{n}.py",
+            finished_at=timezone.now(),
+        )
         event = m.Event.objects.create(
             workspace=workspace,
             type="lease.granted",
@@ -237,6 +251,7 @@ def crowd(workspace, *, agents: int = 6) -> dict[str, Any]:
         },
     )
     crowd_resources(workspace, crew, worked)
+    crowd_landings(workspace, worked[1:5], tester=crew[0])
     for session in crew[1::3]:
         expire(session)  # stale: crashed, still holding
     for session in crew[2::3]:
@@ -271,6 +286,38 @@ def crowd_resources(workspace, crew, worked) -> None:
     resources.acquire(workspace=workspace, name="db:test", session_id=crew[3].pk)
     resources.release(workspace=workspace, name="db:test", session_id=crew[3].pk)
     resources.acquire(workspace=workspace, name="db:test", session_id=crew[4].pk)
+
+
+def crowd_landings(workspace, worked, *, tester) -> None:
+    """The issues' branches queued to land (long branch names): the first landed, the
+    second rejected with a long check output, the rest under test or queued."""
+    from coordination.services import landings
+
+    for session, issue in worked:
+        lease = IssueLease.objects.live().get(issue=issue)
+        landings.queue_landing(
+            workspace=workspace,
+            issue_id=issue.pk,
+            session_id=session.pk,
+            branch=f"projektor/{issue.pk}-{session.agent.name}-{LONG_TITLE.lower()[:40]}",
+            commit="0123456789abcdef0123456789abcdef01234567",
+            fence=lease.fence,
+        )
+    keys = {issue.project.key for _, issue in worked}
+    for key in sorted(keys):
+        batch = landings.take_batch(
+            workspace=workspace, project_key=key, session_id=tester.pk, max_entries=2
+        )
+        if len(batch.entries) < 2:
+            continue
+        common = {"workspace": workspace, "session_id": tester.pk, "fence": batch.fence}
+        landings.land(landing_id=batch.entries[0].pk, commit="f" * 40, **common)
+        landings.reject(
+            landing_id=batch.entries[1].pk,
+            reason="check_failed",
+            detail="check_login: FAILED NameError " * 40,
+            **common,
+        )
 
 
 def file_claims_of(issue) -> list[str]:

@@ -12,6 +12,7 @@ from coordination.models import (
     Event,
     FileClaim,
     IssueLease,
+    Landing,
     Message,
     ResourceHold,
     Run,
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db
 
 STATE_MODELS = [
     AgentSession, IssueLease, FileClaim, WorktreeLock, ResourceHold, Run, ClaimConflict,
-    WipCapDenial, Event,
+    WipCapDenial, Event, Landing,
 ]  # fmt: skip
 COORDINATION_MODELS = [
     model for model in admin.site._registry if model._meta.app_label == "coordination"
