@@ -1,15 +1,18 @@
 """The demo fleet: a few real runners and a reviewer working the demo workspace.
 
-Each agent is a ``projektor run --loop --worktrees … --integrate --hooks claude-code``
-process with the scripted agent (``demo.workbench.agent``) on the demo repository:
-it takes the head of the ready queue, works the issue on a branch of its own worktree
-(its edits claimed as it makes them), runs its tests holding one of the two test
-databases (``projektor hold``), integrates it onto ``main`` and hands it in; now
-and then its agent crashes and the runner gives the issue back, or sits idle past the
-stall threshold while the runner heartbeats. The reviewer, a person, moves the
-handed-in work on and keeps the queue fed. The sessions the seed left live are carried
-on until they hand their work in (``demo.fleet.seeded``). Nothing here touches the database: the
-command prepares it before it starts the fleet.
+Each agent is a ``projektor run --loop --worktrees … --integrate --queue --verify …
+--hooks claude-code`` process with the scripted agent (``demo.workbench.agent``) on
+the demo repository: it takes the head of the ready queue, works the issue on a
+branch of its own worktree (its edits claimed as it makes them), runs its tests
+holding one of the two test databases (``projektor hold``), queues its branch in the
+project's landing queue (the runners test its batches with the repository's
+``check.py`` and move ``main`` only to a tree that passed it) and hands the issue in
+once it landed; now and then its agent crashes and the runner gives the issue back,
+or sits idle past the stall threshold while the runner heartbeats. The reviewer, a
+person, moves the handed-in work on and keeps the queue fed. The sessions the seed
+left live are carried on until they hand their work in (``demo.fleet.seeded``).
+Nothing here touches the database: the command prepares it before it starts the
+fleet.
 """
 
 from __future__ import annotations

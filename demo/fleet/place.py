@@ -7,6 +7,10 @@ On SQLite the place is a hidden folder beside the database file (``projektor.sql
 out); on PostgreSQL ``.projektor-demo-<database>/`` in the checkout; the environment
 variable ``PROJEKTOR_DEMO_DIR`` names another. It is made on the first run and kept:
 the repository's ``main`` grows with every integrated issue, run after run.
+
+The repository holds its check, ``check.py``: the runners land through the landing
+queue, whose testers run it on each batch (``runners.verify_command``) and move
+``main`` only to a tree that passed it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,50 @@ BRANCH = "main"
 AUTHOR = ("Projektor demo", "demo@projektor.invalid")
 LINES = (12, 30)  # a file's first version, in lines
 MARKER = "new entries above this line"
+CHECK = "check.py"  # the repository's check, which the landing queue runs on each batch
+CHECK_TEXT = '''"""The demo repository's check, which the landing queue runs on each batch it
+tests: every Python file compiles and no file holds a conflict marker. The sleep stands
+in for a test suite's run time."""
+
+import sys
+import time
+from pathlib import Path
+
+SUITE_SECONDS = 1.0
+MARKERS = ("<<<<<<< ", ">>>>>>> ")
+
+
+def files(root):
+    """The checkout's files, hidden ones (.git, .projektor) left out."""
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if path.is_file() and not any(part.startswith(".") for part in parts):
+            yield "/".join(parts), path
+
+
+def failures(name, path):
+    text = path.read_bytes().decode("utf-8", "replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(MARKERS) or line == "=======":
+            yield f"FAIL {name}:{number}: a conflict marker"
+    if name.endswith(".py"):
+        try:
+            compile(text, name, "exec")
+        except SyntaxError as error:
+            yield f"FAIL {name}:{error.lineno}: {error.msg}"
+
+
+def main():
+    time.sleep(SUITE_SECONDS)
+    checked = list(files(Path(__file__).resolve().parent))
+    found = [line for name, path in checked for line in failures(name, path)]
+    print("\\n".join([*found, f"check: {len(checked)} files, {len(found)} failures"]))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
 
 
 def marker_line(path: str) -> str:
@@ -93,9 +141,10 @@ def git(repo: Path, *args: str) -> str:
 
 
 def ensure_repository(place: Place, paths: Iterable[str]) -> bool:
-    """The repository with ``paths`` (the demo's files and those its issues name) on
-    ``main``: made with one commit if missing (True), else the missing files added in
-    a commit of their own, the rest left as the fleet made it (False)."""
+    """The repository with ``paths`` (the demo's files and those its issues name) and
+    its check on ``main``: made with one commit if missing (True), else the missing
+    files (a repository made before there was a check: the check too) added in a commit
+    of their own, the rest left as the fleet made it (False)."""
     place.home.mkdir(parents=True, exist_ok=True)
     place.worktrees.mkdir(exist_ok=True)
     place.logs.mkdir(exist_ok=True)
@@ -108,7 +157,8 @@ def ensure_repository(place: Place, paths: Iterable[str]) -> bool:
     tracked = (
         set() if created else set(git(place.repo, "ls-tree", "-r", "--name-only", BRANCH).split())
     )
-    wanted = sorted({*world.SOURCE_TREE, *(file for path in paths for file in files_for(path))})
+    named = (file for path in paths for file in files_for(path))
+    wanted = sorted({CHECK, *world.SOURCE_TREE, *named})
     missing = [path for path in wanted if path not in tracked]
     if not missing:
         return created
@@ -123,7 +173,10 @@ def ensure_repository(place: Place, paths: Iterable[str]) -> bool:
         try:
             write_files(adding, missing)
             git(adding, "add", "--", *missing)
-            git(adding, "commit", "--quiet", "-m", "The files the demo's new issues name")
+            message = "The files the demo's new issues name"
+            if CHECK in missing:
+                message = "The demo's check, and any files its new issues name"
+            git(adding, "commit", "--quiet", "-m", message)
             head = git(adding, "rev-parse", "HEAD").strip()
         finally:
             git(place.repo, "worktree", "remove", "--force", str(adding))
@@ -155,7 +208,8 @@ def write_files(root: Path, paths: Iterable[str]) -> None:
     for path in paths:
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(first_version(path), encoding="utf-8")
+        text = CHECK_TEXT if path == CHECK else first_version(path)
+        target.write_text(text, encoding="utf-8")
 
 
 def first_version(path: str) -> str:

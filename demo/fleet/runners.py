@@ -1,6 +1,10 @@
 """The fleet's runners: ``projektor run --loop`` processes with the scripted agent,
 each in a process group of its own, and their stop.
 
+Each lands its issues through its project's landing queue (``--integrate --queue``)
+and tests the queue's batches with the demo repository's check (``--verify``, see
+``verify_command``), so ``main`` only moves to a tree that passed it.
+
 A runner starts its agent in a process group of the agent's own, so stopping a
 runner's group does not reach its agent: the stop notes the groups under each runner,
 sends SIGTERM to each runner (it passes it on to its agent, gives the work back and
@@ -11,6 +15,7 @@ outlives the fleet.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,10 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from demo.fleet.place import Place, git
+from demo.fleet.place import CHECK, Place, git
 
 PROC = Path("/proc")
 RESTART_AFTER_SECONDS = 5.0  # a runner that exited comes back, not at once
+BATCH_MAX = 4  # entries a runner tests in one batch of its project's landing queue
+
+
+def verify_command() -> str:
+    """The landing check, run by the shell in a tester's worktree (the repository's
+    root): the demo repository's ``check.py``, with this interpreter."""
+    return f"{shlex.quote(sys.executable)} {CHECK}"
 
 
 @dataclass
@@ -47,6 +59,11 @@ def runner_command(spec: RunnerSpec, project: str | None) -> list[str]:
         "--worktrees",
         str(spec.place.worktrees),
         "--integrate",
+        "--queue",
+        "--verify",
+        verify_command(),
+        "--batch-max",
+        str(BATCH_MAX),
         "--hooks",
         "claude-code",
         *(["--project", project] if project else []),

@@ -1,7 +1,8 @@
 """``demo_fleet`` as ``make run`` runs it: a process beside a live server (gunicorn, the
 suite's harness), on the demo seeded in the test database, its runners real
 ``projektor run --loop`` processes with the scripted agent on a demo repository made
-in a temporary folder. Their work lands on the repository's ``main`` and is handed in;
+in a temporary folder. Their work lands on the repository's ``main`` through the
+landing queue, tested by the runners with the repository's check, and is handed in;
 SIGTERM stops the command and every process it started. Every wait is on a condition."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from datetime import datetime
 from io import StringIO
 from pathlib import Path
@@ -16,12 +18,14 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from coordination.models import (
     AgentSession,
     ApiKey,
     Issue,
+    Landing,
     ReleaseReason,
     ResourceHold,
     Run,
@@ -29,7 +33,7 @@ from coordination.models import (
 )
 from coordination.services.graph import expected_paths
 from demo import access, world
-from demo.fleet.place import files_for
+from demo.fleet.place import CHECK, files_for
 from tests.demo.conftest import FleetProcess, processes_under, served, wait_until
 from tests.readme import run_shell, shell_blocks
 
@@ -67,6 +71,7 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     assert " 0 5xx" in summary, text
     assert re.search(r" [1-9]\d* commits landed on main", summary), summary
     assert processes_under(place) == []
+    runners = AgentSession.objects.filter(workspace=demo, started_at__gte=began)
     # Its work is on main: the scripted agent's commit (its trailer names the issue),
     # touching files the issue names.
     first = git(repo, "rev-list", "--max-parents=0", "main").strip()
@@ -75,6 +80,12 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     touched = set(git(repo, "show", "--name-only", "--format=", commit).split())
     named = {file for path in expected_paths(issue) for file in files_for(path)}
     assert touched & named, (touched, named)
+    # It landed through the queue: its entry landed as that commit, tested by a runner.
+    entry = Landing.objects.filter(issue=issue, landed_commit=commit).first()
+    assert entry is not None and entry.state == Landing.State.LANDED, text
+    assert runners.filter(pk=entry.tester_id).exists()
+    assert "by the landing queue" in issue.report["verification"]
+    the_fleet_landed_through_the_queue(demo, repo, runners)
     # Its run was on the agent's own worktree, a checkout of the demo repository.
     run = Run.objects.filter(
         issue=issue, status=Run.Status.SUCCEEDED, worktree__slug__in=world.AGENT_NAMES
@@ -82,7 +93,6 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     assert run is not None and run.worktree is not None
     assert (place / "worktrees" / run.worktree.slug / ".git").exists()
     # Stopped, no runner's session is left live, and the fleet's key is revoked.
-    runners = AgentSession.objects.filter(workspace=demo, started_at__gte=began)
     assert runners.exists() and not runners.live().exists()
     # The agents' tests held a test database (projektor hold, in the runner's session,
     # for its issue), released at their end; none is held any more.
@@ -94,6 +104,35 @@ def test_runners_land_real_work_on_the_demo_repository_and_stop_with_the_fleet(
     assert "the tests passed, test-db held while they ran" in logs_of(place)
     keys = ApiKey.objects.filter(workspace=demo, name=access.FLEET_KEY_NAME)
     assert keys.count() == 1 and keys.get().revoked_at is not None
+
+
+def the_fleet_landed_through_the_queue(
+    demo: Workspace, repo: Path, runners: QuerySet[AgentSession]
+) -> None:
+    """The entries the fleet closed landed, or were rejected for a conflict or a lost
+    lease, never by the check; main moved only to commits they landed, each commit on
+    it with a ``Projektor-Landing`` trailer is its entry's, and each passes the check."""
+    entries = Landing.objects.filter(workspace=demo, session__in=runners)
+    landed = {entry.landed_commit for entry in entries.filter(state=Landing.State.LANDED)}
+    assert landed
+    assert not entries.filter(reason=Landing.Reason.CHECK_FAILED).exists()
+    assert git(repo, "rev-parse", "main").strip() in landed
+    log = git(repo, "log", "--format=%H %(trailers:key=Projektor-Landing,valueonly)", "main")
+    trailed = dict(line.split() for line in log.splitlines() if len(line.split()) == 2)
+    assert trailed and set(trailed) <= landed
+    for sha, number in trailed.items():
+        assert entries.get(pk=int(number)).landed_commit == sha
+    scratch = repo.parent / "checking"
+    git(repo, "worktree", "add", "-q", "--detach", str(scratch), "main")
+    try:
+        for sha in sorted(landed):
+            git(scratch, "checkout", "-q", "--detach", sha)
+            checked = subprocess.run(
+                [sys.executable, CHECK], cwd=scratch, capture_output=True, text=True, check=False
+            )
+            assert checked.returncode == 0, (sha, checked.stdout)
+    finally:
+        git(repo, "worktree", "remove", "--force", str(scratch))
 
 
 def logs_of(place: Path) -> str:

@@ -5,7 +5,9 @@ their own), and every open issue gets a plan entry the scripted agent can work."
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from coordination.services.graph import expected_paths
 from demo import world
 from demo.fleet import place as places
 from demo.fleet.plan import OPEN, DemoPlan, Pacing, entry, prepare
-from demo.fleet.runners import tidy
+from demo.fleet.runners import RunnerSpec, runner_command, tidy, verify_command
 from demo.workbench.agent import find
 
 
@@ -125,3 +127,43 @@ def test_a_worktree_left_dirty_or_mid_rebase_is_tidied_for_its_runner(tmp_path):
     )
     assert git(worktree, "branch", "--show-current").strip() == "projektor/1-fix"
     assert len(said) == 1
+
+
+def check(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, places.CHECK], cwd=root, capture_output=True, text=True, check=False
+    )
+
+
+def test_the_repository_holds_the_check_the_runners_land_with(tmp_path):
+    """check.py, in the first commit, passes on the demo's files and fails on a file
+    that does not compile or holds a conflict marker; a repository made before there
+    was a check is given it. The runners queue their work with it as the landing check."""
+    place = places.Place(tmp_path / "demo")
+    places.ensure_repository(place, ["api/billing/"])
+    assert places.CHECK in git(place.repo, "ls-tree", "--name-only", "main").split()
+    passed = check(place.repo)
+    assert passed.returncode == 0 and ", 0 failures" in passed.stdout, passed.stdout
+    (place.repo / "README.md").write_text("<<<<<<< HEAD\nours\n=======\ntheirs\n")
+    (place.repo / "src/api/urls.py").write_text("def broken(:\n")
+    failed = check(place.repo)
+    assert failed.returncode == 1
+    assert "FAIL README.md:1: a conflict marker" in failed.stdout
+    assert "FAIL README.md:3: a conflict marker" in failed.stdout
+    assert "FAIL src/api/urls.py:1:" in failed.stdout
+    # An older demo's repository, without a check: given it in a commit of its own.
+    older = places.Place(tmp_path / "older")
+    older.repo.mkdir(parents=True)
+    git(older.repo, "init", "-q", "-b", "main")
+    (older.repo / "README.md").write_text("an older demo\n")
+    git(older.repo, "add", "README.md")
+    git(older.repo, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "Older")
+    assert places.ensure_repository(older, []) is False
+    assert places.CHECK in git(older.repo, "show", "--name-only", "--format=", "main").split()
+    assert check(older.repo).returncode == 0
+    # The runners: landed through the queue, that check run with this interpreter.
+    command = runner_command(RunnerSpec(url="http://x", key="k", place=place), "api")
+    assert command[command.index("--verify") + 1] == verify_command()
+    assert shlex.split(verify_command()) == [sys.executable, places.CHECK]
+    assert {"--integrate", "--queue"} <= set(command[: command.index("--")])
+    assert command[command.index("--batch-max") + 1] == "4"

@@ -1,7 +1,7 @@
 """The demo's stalled agents: now and then the scripted agent sits idle between its
 edits for longer than the stall threshold while its runner heartbeats; the server
 shows its session stalled (invariant 17 (stalled is derived)), it keeps its lease, and it carries on
-to hand the issue in."""
+to land the issue through the landing queue and hand it in."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from coordination.models import AgentSession, Issue, IssueLease, Workspace
+from coordination.models import AgentSession, Issue, IssueLease, Landing, Workspace
 from tests.demo.conftest import FleetProcess, served, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,6 +47,9 @@ def test_an_idle_agent_is_stalled_while_its_runner_heartbeats_then_carries_on(
                 lambda: Issue.objects.filter(pk=issue, status__in=["in_review", "done"]).exists(),
                 "the idle agent's issue handed in after all",
             )
+            # Handed in once its landing landed, tested by the runner in its batch.
+            landing = Landing.objects.get(issue=issue, state=Landing.State.LANDED)
+            assert landing.tester_id is not None and landing.landed_commit
         finally:
             status = fleet.stop()
     assert status == 0, fleet.output()
