@@ -33,7 +33,10 @@ ROWS = [
     ),
     (
         "semantic conflicts caught before landing",
-        lambda r: f"{r['semantic_conflicts_caught']} ({r['semantic_pairs']} pairs planned)",
+        lambda r: (
+            f"{r['semantic_conflicts_caught']} ({r['semantic_pairs']} "
+            f"pair{'' if r['semantic_pairs'] == 1 else 's'} planned)"
+        ),
     ),
     (
         "landing wait p50 / p95",

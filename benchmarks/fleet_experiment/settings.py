@@ -14,11 +14,13 @@ CONDITIONS = ("uncoordinated", "claims", "queue")
 @dataclass(frozen=True)
 class Settings:
     runners: int = 4
-    issues: int = 24
+    # Enough that the plan's end (its last issues, waiting on one another's claims of a
+    # hot file) is not most of a run that lands through the queue.
+    issues: int = 32
     seed: int = 1
     ttl: float = 8.0  # the server's session TTL: the long workers outlast it
     scan: float = 2.0  # the claiming runners' --scan
-    time_cap: float = 600.0  # per condition
+    time_cap: float = 900.0  # per condition
     work_seconds: tuple[float, float] = (1.0, 3.0)
     crash_rate: float = 0.12
     # The agent CLI whose hooks the claiming runners install (--hooks) and whose

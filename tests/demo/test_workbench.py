@@ -396,7 +396,7 @@ def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
 def test_every_plan_of_two_issues_or_more_has_semantic_pairs(tmp_path: Path, count: int) -> None:
     plan = repository.create(tmp_path / "repo", seed=2, issues=count)
     pairs = plan.pairs()
-    assert len(pairs) == -(-(count - 1) // repository.SEMANTIC_EVERY)  # from keys 1, 9, 17 …
+    assert len(pairs) == -(-(count - 1) // repository.SEMANTIC_EVERY)  # at keys 1, 13, 25 …
     assert [issue.key for issue in pairs[1]] == [1, 2]  # taken at the start, together
     renamed = [rename.semantic["path"] for rename, _ in pairs.values()]  # type: ignore[index]
     assert len(set(renamed)) == len(renamed)  # each pair a function of its own
