@@ -86,7 +86,9 @@ def queue_landing(
             set(FileClaim.objects.live().filter(issue=issue).values_list("path", flat=True))
         )
         open_entry = Landing.objects.filter(issue=issue, state__in=Landing.OPEN).first()
-        if open_entry is not None:
+        if open_entry is not None and is_superseded(open_entry, fence):
+            reject_stale(open_entry, by=session)  # queued under a lease lost since
+        elif open_entry is not None:
             raise exists(open_entry)
         try:
             with events.change():  # a savepoint: a racing queue of the issue loses here
@@ -195,18 +197,25 @@ def landable(entries: list[Landing], *, by: AgentSession) -> list[Landing]:
         if live_fences.get(entry.issue_id) == entry.lease_fence:
             kept.append(entry)
             continue
-        detail = (
-            f"The lease {entry.lease_fence} it was queued under is no longer the issue's live "
-            "one: its session stopped, and another may be doing the issue again."
-        )
-        close(entry, Landing.State.REJECTED, reason=Landing.Reason.STALE_FENCE, detail=detail)
-        landing_event(
-            entry,
-            EventType.LANDING_REJECTED,
-            {"reason": entry.reason, "detail": detail},
-            by=by,
-        )
+        reject_stale(entry, by=by)
     return kept
+
+
+def is_superseded(entry: Landing, live_fence: int) -> bool:
+    """A queued entry of an earlier lease of its issue: no tester holds it, and the lease
+    it was queued under is gone (``live_fence`` is the issue's live one now)."""
+    return entry.state == Landing.State.QUEUED and entry.lease_fence != live_fence
+
+
+def reject_stale(entry: Landing, *, by: AgentSession) -> None:
+    detail = (
+        f"The lease {entry.lease_fence} it was queued under is no longer the issue's live "
+        "one: its session stopped, and another may be doing the issue again."
+    )
+    close(entry, Landing.State.REJECTED, reason=Landing.Reason.STALE_FENCE, detail=detail)
+    landing_event(
+        entry, EventType.LANDING_REJECTED, {"reason": entry.reason, "detail": detail}, by=by
+    )
 
 
 def head_batch(entries: list[Landing], max_entries: int) -> list[Landing]:

@@ -98,6 +98,53 @@ def test_one_open_entry_per_issue(workspace, queue):
     assert Landing.objects.count() == 1
 
 
+def test_a_queued_entry_of_a_lost_lease_gives_way_to_the_new_holders(
+    workspace, queue, make_session, tester
+):
+    old = queue(["src/a.py"])
+    expire(old.session)
+    heir = make_session("heir")
+    lease = leases.claim_issue(workspace=workspace, issue_id=old.issue_id, session_id=heir.pk)
+    new = landings.queue_landing(
+        workspace=workspace,
+        issue_id=old.issue_id,
+        session_id=heir.pk,
+        branch="redone",
+        commit="7654321",
+        fence=lease.lease.fence,
+    )
+    old.refresh_from_db()
+    assert (old.state, old.reason) == ("rejected", "stale_fence")
+    assert new.state == "queued"
+    # Under test, the old entry is its tester's to land or reject: the issue waits.
+    land_all(workspace, tester, take(workspace, tester))
+    expire(heir)
+    third = make_session("third")
+    lease = leases.claim_issue(workspace=workspace, issue_id=old.issue_id, session_id=third.pk)
+    again = landings.queue_landing(
+        workspace=workspace,
+        issue_id=old.issue_id,
+        session_id=third.pk,
+        branch="again",
+        commit="7654321",
+        fence=lease.lease.fence,
+    )
+    testing = take(workspace, tester)
+    assert ids(testing.entries) == [again.pk]
+    expire(third)
+    fourth = make_session("fourth")
+    lease = leases.claim_issue(workspace=workspace, issue_id=old.issue_id, session_id=fourth.pk)
+    with pytest.raises(LandingExists):
+        landings.queue_landing(
+            workspace=workspace,
+            issue_id=old.issue_id,
+            session_id=fourth.pk,
+            branch="fourth",
+            commit="7654321",
+            fence=lease.lease.fence,
+        )
+
+
 def test_queueing_needs_the_live_lease_and_its_fence(workspace, issue, make_session):
     holder, other = make_session("holder"), make_session("other")
     lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=holder.pk)
