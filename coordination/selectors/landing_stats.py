@@ -12,7 +12,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 
 from coordination.liveness import live_q
 from coordination.models import AgentSession, Issue, Landing, Workspace
-from coordination.selectors.landings import landings
+from coordination.selectors.landings import landings, place_in_queue
 
 OUTCOMES = ("landed", *Landing.Reason.values)  # landed, or the rejection's reason
 
@@ -21,20 +21,11 @@ def open_entry_of_issue() -> dict[str, Any]:
     """Annotations of an issue queryset: its open entry's ``landing_state`` (queued or
     testing; None when it has none) and ``landing_place`` in its project's queue
     (1-based, the batch under test first), as two correlated subqueries."""
-    ahead = (
-        Landing.objects.filter(
-            project=OuterRef("project"), state__in=Landing.OPEN, pk__lte=OuterRef("pk")
-        )
-        .order_by()
-        .values("project")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
     entry = Landing.objects.filter(issue=OuterRef("pk"), state__in=Landing.OPEN)
     return {
         "landing_state": Subquery(entry.values("state")[:1]),
         "landing_place": Subquery(
-            entry.annotate(place=Subquery(ahead)).values("place")[:1],
+            entry.annotate(place=place_in_queue()).values("place")[:1],
             output_field=IntegerField(),
         ),
     }

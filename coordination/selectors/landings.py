@@ -11,9 +11,9 @@ from coordination.models import Landing, Workspace
 from coordination.selectors.filtering import filtered
 
 
-def landings(workspace: Workspace) -> QuerySet[Landing]:
-    """In order of arrival; ``place``: an open entry's 1-based place in its project's
-    queue (the batch under test first, as it came first), None once closed."""
+def place_in_queue() -> Subquery:
+    """An entry's 1-based place in its project's queue: the open entries up to it, in
+    order of arrival (the batch under test first, as it came first)."""
     ahead = (
         Landing.objects.filter(
             project=OuterRef("project"), state__in=Landing.OPEN, pk__lte=OuterRef("pk")
@@ -23,11 +23,17 @@ def landings(workspace: Workspace) -> QuerySet[Landing]:
         .annotate(n=Count("pk"))
         .values("n")
     )
+    return Subquery(ahead, output_field=IntegerField())
+
+
+def landings(workspace: Workspace) -> QuerySet[Landing]:
+    """In order of arrival; ``place``: an open entry's place in its project's queue,
+    None once closed."""
     return (
         Landing.objects.filter(workspace=workspace)
         .annotate(
             place=Case(
-                When(state__in=Landing.OPEN, then=Subquery(ahead)),
+                When(state__in=Landing.OPEN, then=place_in_queue()),
                 default=None,
                 output_field=IntegerField(),
             )
