@@ -14,10 +14,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from coordination.models import Landing
-from coordination.services import file_claims, landings, leases
+from coordination.services import landings
 from heatmap.landings import detail_tail, percentile, wait_words
 from heatmap.templatetags.story import ordinal
 from tests.conftest import expire
+from tests.coordination.landing_helpers import queue_work
 
 pytestmark = pytest.mark.django_db
 
@@ -44,18 +45,12 @@ def queuer(workspace, project, make_issue, make_session):
     def queue_one(title: str, paths: list[str], agent: str) -> tuple[Landing, Any]:
         issue = make_issue(title=title)
         session = make_session(agent)
-        lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
-        if paths:
-            file_claims.claim_files(
-                workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
-            )
-        entry = landings.queue_landing(
-            workspace=workspace,
-            issue_id=issue.pk,
-            session_id=session.pk,
+        entry = queue_work(
+            issue,
+            session,
+            paths=paths,
             branch=f"projektor/{issue.pk}-{agent}",
             commit="0123456789abcdef0123456789abcdef01234567",
-            fence=lease.lease.fence,
         )
         return entry, session
 

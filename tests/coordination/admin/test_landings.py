@@ -8,9 +8,10 @@ import re
 import pytest
 
 from coordination.models import Landing, Project
-from coordination.services import file_claims, landings, leases
+from coordination.services import landings
 from tests.conftest import expire
 from tests.coordination.admin_helpers import url
+from tests.coordination.landing_helpers import queue_work
 
 pytestmark = pytest.mark.django_db
 
@@ -27,18 +28,7 @@ def entries(workspace, project, make_issue, make_session):
     def queue(n: int, on: Project = project):
         issue = make_issue(title=f"Landing issue {n}", project=on)
         session = make_session(f"coder-{n}")
-        lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
-        file_claims.claim_files(
-            workspace=workspace, issue_id=issue.pk, paths=[f"src/{n}.py"], session_id=session.pk
-        )
-        entry = landings.queue_landing(
-            workspace=workspace,
-            issue_id=issue.pk,
-            session_id=session.pk,
-            branch=f"work-{n}",
-            commit="abc123",
-            fence=lease.lease.fence,
-        )
+        entry = queue_work(issue, session, paths=[f"src/{n}.py"], branch=f"work-{n}")
         return entry, session
 
     landed, _ = queue(1)

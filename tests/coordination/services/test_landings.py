@@ -20,6 +20,7 @@ from coordination.selectors import landings as selected
 from coordination.services import file_claims, landings, leases
 from tests.api_helpers import assert_error, post
 from tests.conftest import expire
+from tests.coordination.landing_helpers import queue_work
 
 pytestmark = pytest.mark.django_db
 
@@ -38,19 +39,7 @@ def queue(workspace, project, make_issue, make_session):
         made["n"] += 1
         issue = make_issue(title=f"issue {made['n']}")
         session = fields.pop("session", None) or make_session(f"coder-{made['n']}")
-        lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
-        if paths:
-            file_claims.claim_files(
-                workspace=workspace, issue_id=issue.pk, paths=paths, session_id=session.pk
-            )
-        return landings.queue_landing(
-            workspace=workspace,
-            issue_id=issue.pk,
-            session_id=session.pk,
-            branch=f"work-{made['n']}",
-            commit=COMMIT,
-            fence=lease.lease.fence,
-        )
+        return queue_work(issue, session, paths=paths, branch=f"work-{made['n']}", commit=COMMIT)
 
     return queue_one
 

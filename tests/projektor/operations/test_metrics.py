@@ -29,6 +29,7 @@ from coordination.models import (
 from coordination.services import file_claims, landings, leases, resources
 from projektor.operations import metrics
 from tests.conftest import expire
+from tests.coordination.landing_helpers import queue_work
 
 pytestmark = pytest.mark.django_db
 
@@ -188,18 +189,7 @@ def test_landing_queues_depth_and_outcomes(
 
     def queue(n: int) -> tuple[int, AgentSession]:
         issue, session = make_issue(title=f"issue {n}"), make_session(f"coder-{n}")
-        lease = leases.claim_issue(workspace=workspace, issue_id=issue.pk, session_id=session.pk)
-        file_claims.claim_files(
-            workspace=workspace, issue_id=issue.pk, paths=[f"src/{n}.py"], session_id=session.pk
-        )
-        entry = landings.queue_landing(
-            workspace=workspace,
-            issue_id=issue.pk,
-            session_id=session.pk,
-            branch=f"work-{n}",
-            commit="abc",
-            fence=lease.lease.fence,
-        )
+        entry = queue_work(issue, session, paths=[f"src/{n}.py"], branch=f"work-{n}")
         return entry.pk, session
 
     def depth(samples: dict, workspace: str = "acme", project: str = "core") -> float:
