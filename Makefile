@@ -132,8 +132,8 @@ bench: install
 	&& $(BIN)/python manage.py bench_ready_graph && $(BIN)/python manage.py bench_resources
 
 # The fleet experiment: runners with the workbench's scripted agent over a generated
-# repository, coordinated and not, side by side (docs/speed.md, "Does it prevent merge
-# conflicts?"). Each condition on a fresh database beside DATABASE_URL's (PostgreSQL),
+# repository in three conditions side by side: uncoordinated, with claims, and with
+# claims and the landing queue (docs/speed.md, "Does it prevent merge conflicts?"). Each condition on a fresh database beside DATABASE_URL's (PostgreSQL),
 # else on scratch SQLite files. E.g. BENCH_FLEET_ARGS=--quick,
 # BENCH_FLEET_ARGS="--runners 6 --issues 40 --json fleet.json".
 BENCH_FLEET_ARGS ?=

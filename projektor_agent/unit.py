@@ -15,7 +15,9 @@ from projektor_agent.output import say, warn
 from projektor_agent.supervise import Child, Watch, exit_description
 
 MESSAGE_LIMIT = 10000
-BUSY_WAIT_TYPES = "run.finished,run.not_started,session.ended,lease.released"
+# What frees a busy worktree. Not ``run.not_started``: each waiter's own refused retry
+# writes one, and waking on it had every waiter wake every other in turn.
+BUSY_WAIT_TYPES = "run.finished,session.ended,lease.released"
 
 
 class Unresolved(Exception):
