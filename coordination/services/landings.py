@@ -158,9 +158,13 @@ def take_batch(
         newest = Landing.objects.filter(project=locked).aggregate(top=Max("fence"))["top"]
         fence = (newest or 0) + 1
         chosen = [entry.pk for entry in batch]
-        left = [entry.pk for entry in testing if entry.pk not in chosen]
+        left = [
+            entry.pk
+            for entry in testing  # ``landable`` closed the stale ones among them
+            if entry.pk not in chosen and entry.state == Landing.State.TESTING
+        ]
         if left:  # a dead tester's entries that this batch does not take: in line again
-            Landing.objects.filter(pk__in=left).update(
+            Landing.objects.filter(pk__in=left, state=Landing.State.TESTING).update(
                 state=Landing.State.QUEUED,
                 fence=None,
                 tester=None,

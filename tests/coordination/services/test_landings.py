@@ -260,6 +260,22 @@ def test_a_dead_testers_batch_is_taken_again_whole_and_its_reports_are_stale(
     assert Event.objects.filter(type="landing.landed").count() == 1
 
 
+def test_a_dead_testers_batch_keeps_its_stale_entries_rejected(
+    workspace, queue, tester, make_session
+):
+    first, lost, third = queue(["src/a.py"]), queue(["src/b.py"]), queue(["src/c.py"])
+    take(workspace, tester)
+    expire(tester)
+    expire(lost.session)
+    thief = make_session("thief")
+    leases.claim_issue(workspace=workspace, issue_id=lost.issue_id, session_id=thief.pk)
+    heir = make_session("heir")
+    batch = take(workspace, heir, max_entries=1)
+    assert ids(batch.entries) == [first.pk]
+    states = dict(Landing.objects.values_list("pk", "state"))
+    assert states == {first.pk: "testing", lost.pk: "rejected", third.pk: "queued"}
+
+
 def test_an_entry_whose_lease_was_lost_is_rejected_stale_at_the_take(
     workspace, queue, tester, make_session
 ):
