@@ -44,7 +44,7 @@ from benchmarks.fleet_experiment.measures import (
 )
 from benchmarks.fleet_experiment.settings import Progress, Settings
 from demo.fleet.client import PersonClient, Tally
-from demo.workbench import repository
+from demo.workbench import checks, repository
 from demo.workbench.agent import TRAILER
 
 AGENT = Path(repository.__file__).with_name("agent.py")
@@ -376,7 +376,7 @@ class Condition:
         integrations = landed_total + len(conflicts)
         notes = agent_notes(runners)
         waits = [c["waited_seconds"] for c in crashes if c["waited_seconds"] is not None]
-        red = repository.red_commits(self.repo, self.base)
+        red = checks.red_commits(self.repo, self.base)
         landings = self.landings() if self.queue else []
         landed_at = self.landed_at(landings)
         wait_by_key = landing_waits(ready_times(self.plan_path), landed_at)

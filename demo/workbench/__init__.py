@@ -4,7 +4,7 @@
   small files (plus the hot files most changes touch, and its check, ``check.py``) with
   one commit on ``main``, and the plan of M issues the fleet works on it, semantic
   pairs among them (``Plan.save(file)`` writes what the agent reads);
-  ``repository.red_commits(path, base)``: the commits on ``main`` whose tree fails the
+  ``checks.red_commits(path, base)``: the commits on ``main`` whose tree fails the
   check.
 - ``agent.py``: the scripted agent that works one issue of the plan in its checkout,
   run by ``projektor run`` (its command line is in its docstring).

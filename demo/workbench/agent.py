@@ -77,8 +77,9 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from demo.workbench import repository, speech
+    from demo.workbench import checks, repository, speech
 except ImportError:  # run as a script (python demo/workbench/agent.py): its folder is on the path
+    import checks  # type: ignore[no-redef]
     import repository  # type: ignore[no-redef]
     import speech  # type: ignore[no-redef]
 
@@ -405,13 +406,13 @@ class Work:
 
     def failing(self, seconds: float | None = None) -> set[str]:
         """What fails the check in this checkout: each failure's ``FAIL <where>``."""
-        _, failures, _ = repository.run_check(self.root, seconds)
-        return {repository.failure_site(line) for line in failures}
+        _, failures, _ = checks.run_check(self.root, seconds)
+        return {checks.failure_site(line) for line in failures}
 
     def run_check(self, baseline: set[str]) -> int:
         """The check on the work, as a pull request's CI: 1 when it broke something."""
-        passed, failures, said = repository.run_check(self.root)
-        mine = [line for line in failures if repository.failure_site(line) not in baseline]
+        passed, failures, said = checks.run_check(self.root)
+        mine = [line for line in failures if checks.failure_site(line) not in baseline]
         if not mine:
             summary = said.strip().splitlines()[-1] if said.strip() else "passed"
             say(f"the check passed ({summary})" if passed else "the check failed as its base did")

@@ -48,13 +48,15 @@ import keyword
 import os
 import random
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    from demo.workbench.check_script import CHECK, CHECK_SCRIPT, CHECK_SECONDS
+except ImportError:  # beside agent.py run as a script: its folder is on the path
+    from check_script import CHECK, CHECK_SCRIPT, CHECK_SECONDS  # type: ignore[no-redef]
 
 BASE = "main"
 CHANGELOG = "CHANGELOG.md"
@@ -69,13 +71,9 @@ HOT = {
 # How the undeclared edits fall: the hot files take most of them (the rest go to the
 # other files, by a Zipf law over a seeded ranking).
 HOT_WEIGHTS = {CHANGELOG: 0.30, ROUTER: 0.20, SETTINGS: 0.15}
-CHECK = "check.py"
 ROUTING = "src/app/routing.py"
 # What every checkout has besides the files issues work on (never drawn for a plan).
 SCAFFOLD = {CHECK, ".gitignore", ROUTING}
-CHECK_SECONDS = 10.0  # the check's sleep: a slow suite's time
-CHECK_SECONDS_VARIABLE = "WORKBENCH_CHECK_SECONDS"  # overrides it (0: the audit after a run)
-FAILED = "FAIL "  # how the check starts each failure's line
 SEMANTIC_EVERY = 12  # a semantic pair for each this many issues (one at least, from two)
 # Where a semantic pair's call goes: one of the calling module's own source files.
 CALLER_FILES = ["views.py", "models.py", "forms.py", "serializers.py"]
@@ -308,124 +306,6 @@ def module_name(path: str) -> str:
     """``src/app/x/services/y.py`` → ``app.x.services.y``."""
     parts = Path(path).with_suffix("").parts
     return ".".join(parts[1:-1] if parts[-1] == "__init__" else parts[1:])
-
-
-CHECK_SCRIPT = '''#!/usr/bin/env python3
-"""The workbench's check: every module of src/ imported, every check_ function run.
-
-    python check.py
-
-It sleeps first, as a slow suite takes its time (without spending the CPU): SECONDS,
-or WORKBENCH_CHECK_SECONDS when set. Then each failure is said on a line of its own,
-"FAIL <module>[.<function>]: <error>", and a summary last. Exit status: 0 when
-everything passed, 1 when something failed.
-"""
-
-import importlib
-import os
-import sys
-import time
-from pathlib import Path
-
-SECONDS = 10.0
-
-
-def main():
-    sys.dont_write_bytecode = True  # nothing written in the checkout
-    root = Path(__file__).resolve().parent
-    seconds = float(os.environ.get("WORKBENCH_CHECK_SECONDS") or SECONDS)
-    time.sleep(seconds)
-    sys.path.insert(0, str(root / "src"))
-    failures, passed = [], 0
-    for path in sorted((root / "src").rglob("*.py")):
-        parts = path.relative_to(root / "src").with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        try:
-            module = importlib.import_module(name)
-        except Exception as error:
-            failures.append(f"FAIL {name}: import failed: {type(error).__name__}: {error}")
-            continue
-        for attribute, value in sorted(vars(module).items()):
-            if attribute.startswith("check_") and callable(value):
-                try:
-                    value()
-                except Exception as error:
-                    said = f"{type(error).__name__}: {error}".rstrip(": ")
-                    failures.append(f"FAIL {name}.{attribute}: {said}")
-                else:
-                    passed += 1
-    for line in failures:
-        print(line)
-    print(f"check: {passed} passed, {len(failures)} failed (slept {seconds:g} s)")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
-
-
-# --- the check, run -------------------------------------------------------------------------
-
-
-def run_check(
-    checkout: Path, seconds: float | None = None, python: str | None = None
-) -> tuple[bool, list[str], str]:
-    """The checkout's ``check.py``: passed, its failures' lines, and all it said.
-    ``seconds``: its sleep instead of the one it was written with."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if seconds is not None:
-        env[CHECK_SECONDS_VARIABLE] = f"{seconds:g}"
-    done = subprocess.run(
-        [python or sys.executable, CHECK],
-        cwd=checkout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    said = done.stdout + done.stderr
-    failures = [line for line in said.splitlines() if line.startswith(FAILED)]
-    if done.returncode != 0 and not failures:
-        failures = [f"{FAILED}check.py: exited with status {done.returncode}"]
-    return done.returncode == 0, failures, said
-
-
-def red_commits(repo: Path, base: str, branch: str = BASE) -> list[dict[str, Any]]:
-    """Every commit ``base..branch`` whose tree fails its check (run at 0 seconds), oldest
-    first: ``{"commit", "subject", "failures", "new"}``, ``new`` the failures the commit
-    before it did not have (a commit that broke something, rather than one that landed
-    on a branch already broken). Each tree is checked out in a temporary detached
-    worktree, removed afterwards."""
-    commits = git(repo, "rev-list", "--reverse", "--first-parent", f"{base}..{branch}").split()
-    red: list[dict[str, Any]] = []
-    if not commits:
-        return red
-    where = Path(tempfile.mkdtemp(prefix="workbench-audit-"))
-    checkout = where / "tree"
-    git(repo, "worktree", "add", "-q", "--detach", str(checkout), commits[0])
-    before: set[str] = set()
-    try:
-        for commit in commits:
-            git(checkout, "checkout", "-q", "--detach", "--force", commit)
-            passed, failures, _ = run_check(checkout, seconds=0)
-            failing = {failure_site(line) for line in failures}
-            if not passed:
-                subject = git(repo, "log", "-1", "--format=%s", commit).strip()
-                new = [line for line in failures if failure_site(line) not in before]
-                red.append({"commit": commit, "subject": subject, "failures": failures, "new": new})
-            before = failing
-    finally:
-        git(repo, "worktree", "remove", "--force", str(checkout))
-        shutil.rmtree(where, ignore_errors=True)
-    return red
-
-
-def failure_site(line: str) -> str:
-    """``FAIL app.x.check_y: ImportError: …`` → ``FAIL app.x.check_y``: the same failure
-    whichever tree it was found in."""
-    return line.split(": ", 1)[0]
 
 
 # --- the plan --------------------------------------------------------------------------------

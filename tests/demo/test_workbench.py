@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.workbench import repository
+from demo.workbench import check_script, checks, repository
 from demo.workbench.repository import CHANGELOG, ROUTER, Plan
 
 AGENT = Path(repository.__file__).with_name("agent.py")
@@ -376,16 +376,16 @@ def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
     """``check.py`` imports every module of ``src/`` and runs its ``check_`` functions;
     a failure is a line of its own and exit 1; WORKBENCH_CHECK_SECONDS sets its sleep."""
     repo, _, _ = bench
-    assert repository.CHECK_SECONDS_VARIABLE == "WORKBENCH_CHECK_SECONDS"
+    assert check_script.CHECK_SECONDS_VARIABLE == "WORKBENCH_CHECK_SECONDS"
     assert "SECONDS = 10.0" in (repo / repository.CHECK).read_text()  # the default
-    passed, failures, said = repository.run_check(repo, seconds=0)
+    passed, failures, said = checks.run_check(repo, seconds=0)
     assert passed and failures == [], said
     assert "0 failed (slept 0 s)" in said
     services = sorted((repo / "src" / "app").glob("*/services/*.py"))
     assert len(services) >= 10 and said.count("passed") == 1
     broken = services[0]
     broken.write_text(broken.read_text().replace("return amount *", "return amount +"))
-    passed, failures, said = repository.run_check(repo, seconds=0)
+    passed, failures, said = checks.run_check(repo, seconds=0)
     module = repository.module_name(str(broken.relative_to(repo)))
     assert not passed and len(failures) == 1 and failures[0].startswith(f"FAIL {module}.check_")
     assert "AssertionError" in failures[0] and "1 failed" in said
@@ -429,11 +429,11 @@ def test_a_semantic_pair_passes_alone_and_fails_together(
     one, two = worktree(repo, "one"), worktree(repo, "two")
     assert agent(one, path, rename.key).returncode == 0
     assert agent(two, path, call.key).returncode == 0
-    assert repository.run_check(one, seconds=0)[0]
-    assert repository.run_check(two, seconds=0)[0]
+    assert checks.run_check(one, seconds=0)[0]
+    assert checks.run_check(two, seconds=0)[0]
     git(repo, "merge", "-q", "--ff-only", "projektor/one")
     git(two, "rebase", "-q", "main")  # clean: different files
-    passed, failures, _ = repository.run_check(two, seconds=0)
+    passed, failures, _ = checks.run_check(two, seconds=0)
     assert not passed
     [failure] = failures
     old = rename.semantic["old"]  # type: ignore[index]
@@ -457,7 +457,7 @@ def test_a_semantic_pair_member_redone_after_the_other_landed_passes(
     two = worktree(repo, "two")
     done = agent(two, path, after.key)
     assert done.returncode == 0, done.stderr
-    passed, _, said = repository.run_check(two, seconds=0)
+    passed, _, said = checks.run_check(two, seconds=0)
     assert passed, said
     new = rename.semantic["new"]  # type: ignore[index]
     caller = (two / call.semantic["path"]).read_text()  # type: ignore[index]
@@ -479,7 +479,7 @@ def test_red_commits_are_the_commits_on_main_whose_tree_fails_the_check(
     plan.save(path)
     rename, call = pair_issues(plan)
     base = repository.base_commit(repo)
-    assert repository.red_commits(repo, base) == []  # nothing after the base
+    assert checks.red_commits(repo, base) == []  # nothing after the base
     one, two = worktree(repo, "one"), worktree(repo, "two")
     assert agent(one, path, rename.key).returncode == 0
     assert agent(two, path, call.key).returncode == 0
@@ -490,12 +490,12 @@ def test_red_commits_are_the_commits_on_main_whose_tree_fails_the_check(
     (repo / "notes.txt").write_text("a commit that changes nothing checked\n")
     git(repo, "add", "notes.txt")
     git(repo, "commit", "-q", "-m", "Notes")
-    red = repository.red_commits(repo, base)
+    red = checks.red_commits(repo, base)
     assert [commit["commit"] for commit in red] == [red_tip, git(repo, "rev-parse", "main")]
     assert red[0]["subject"] == call.title and red[0]["failures"][0].startswith("FAIL ")
     assert red[0]["new"] == red[0]["failures"] and red[1]["new"] == []  # it broke main
     assert git(repo, "worktree", "list").count("\n") == 2  # the audit's own is gone
-    assert repository.red_commits(repo, base, branch="projektor/one") == []
+    assert checks.red_commits(repo, base, branch="projektor/one") == []
 
 
 def test_with_check_it_fails_when_its_work_breaks_the_check_not_its_base(
@@ -512,7 +512,7 @@ def test_with_check_it_fails_when_its_work_breaks_the_check_not_its_base(
     assert "app.nowhere" in broken.stderr
     # On a red base (the call above landed), a sound change passes.
     git(repo, "merge", "-q", "--ff-only", "projektor/one")
-    assert not repository.run_check(repo, seconds=0)[0]
+    assert not checks.run_check(repo, seconds=0)[0]
     other = next(issue for issue in plan.issues if not issue.semantic and not issue.crash)
     done = agent(worktree(repo, "two"), path, other.key, "--check")
     assert done.returncode == 0, done.stderr
