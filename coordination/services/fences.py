@@ -22,7 +22,10 @@ saying what was lost), having changed nothing. An aged-out lease's fence is stal
 The two kinds differ only in what they read: ``LeaseFence`` (the issue's unreleased
 lease) and ``LockFence`` (the run's unreleased worktree lock; its refusal names the
 worktree's current lock, which may be another run's). The comparison and the error
-(``stale``) are shared.
+(``stale``) are shared. A landing tester's batch fence is checked here too
+(``landings.BatchFence``: the batch holding the entry, as that tester session tests it),
+and the queue's entries are kept or rejected stale by the same comparison
+(``is_current``).
 """
 
 from dataclasses import dataclass
@@ -59,8 +62,15 @@ def check(
     """
     if fence is None or matched:
         return
-    if matched is False or fenced.current(share=share) != fence:
+    if matched is False or not is_current(fence, fenced.current(share=share)):
         raise fenced.stale(fence)
+
+
+def is_current(fence: int, current: int | None) -> bool:
+    """The comparison ``check`` makes: ``fence`` is the current one, and there is one. For
+    a caller that reads many current fences at once and sorts its rows by them rather
+    than refusing (the landing queue's stale entries)."""
+    return current is not None and fence == current
 
 
 def stale(detail: str, *, fence: int, current: int | None) -> StaleFence:

@@ -198,7 +198,7 @@ def landable(entries: list[Landing], *, by: AgentSession) -> list[Landing]:
     )
     kept: list[Landing] = []
     for entry in entries:
-        if live_fences.get(entry.issue_id) == entry.lease_fence:
+        if fences.is_current(entry.lease_fence, live_fences.get(entry.issue_id)):
             kept.append(entry)
             continue
         reject_stale(entry, by=by)
@@ -208,7 +208,9 @@ def landable(entries: list[Landing], *, by: AgentSession) -> list[Landing]:
 def is_superseded(entry: Landing, live_fence: int) -> bool:
     """A queued entry of an earlier lease of its issue: no tester holds it, and the lease
     it was queued under is gone (``live_fence`` is the issue's live one now)."""
-    return entry.state == Landing.State.QUEUED and entry.lease_fence != live_fence
+    return entry.state == Landing.State.QUEUED and not fences.is_current(
+        entry.lease_fence, live_fence
+    )
 
 
 def reject_stale(entry: Landing, *, by: AgentSession) -> None:
@@ -328,27 +330,37 @@ def tested_entry(
     )
     if entry is None:
         raise NotFound(f"Landing {landing_id} does not exist.")
-    if (
-        entry.state != Landing.State.TESTING
-        or entry.fence != fence
-        or entry.tester_id != session.pk
-    ):
-        raise stale_batch(entry, fence)
+    fences.check(BatchFence(entry, session.pk), fence)
     return entry
 
 
-def stale_batch(entry: Landing, fence: int) -> StaleFence:
-    if entry.state == Landing.State.TESTING:
-        now = f"it is under test by session {entry.tester_id} with fence {entry.fence}"
-        current = entry.fence
-    else:
-        now, current = f"it is {entry.state}", None
-    return fences.stale(
-        f"Fence {fence} is not the batch of landing {entry.pk} that this session tests "
-        f"({now}); nothing was changed.",
-        fence=fence,
-        current=current,
-    )
+@dataclass(frozen=True)
+class BatchFence:
+    """The fence of the batch that holds ``entry`` (read locked by the caller), as
+    ``session`` tests it: a fence the tester must pass to report the entry (``fences.check``)."""
+
+    entry: Landing
+    session_id: int
+
+    def current(self, *, share: bool = False) -> int | None:
+        entry = self.entry
+        if entry.state != Landing.State.TESTING or entry.tester_id != self.session_id:
+            return None  # closed, queued again, or another tester's batch now
+        return entry.fence
+
+    def stale(self, fence: int) -> StaleFence:
+        entry = self.entry
+        if entry.state == Landing.State.TESTING:
+            now = f"it is under test by session {entry.tester_id} with fence {entry.fence}"
+            current = entry.fence
+        else:
+            now, current = f"it is {entry.state}", None
+        return fences.stale(
+            f"Fence {fence} is not the batch of landing {entry.pk} that this session tests "
+            f"({now}); nothing was changed.",
+            fence=fence,
+            current=current,
+        )
 
 
 def close(entry: Landing, state: str, **changes: Any) -> None:
