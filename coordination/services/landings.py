@@ -48,6 +48,7 @@ from coordination.services import events, fences
 
 MAX_BATCH = 32
 EVENT_DETAIL = 500  # a rejection event keeps the detail's tail
+TESTER_GONE = "tester_gone"  # a dead tester's entry that a take put back in line
 
 
 @dataclass
@@ -159,18 +160,23 @@ def take_batch(
         fence = (newest or 0) + 1
         chosen = [entry.pk for entry in batch]
         left = [
-            entry.pk
+            entry
             for entry in testing  # ``landable`` closed the stale ones among them
             if entry.pk not in chosen and entry.state == Landing.State.TESTING
         ]
         if left:  # a dead tester's entries that this batch does not take: in line again
-            Landing.objects.filter(pk__in=left, state=Landing.State.TESTING).update(
+            Landing.objects.filter(
+                pk__in=[entry.pk for entry in left], state=Landing.State.TESTING
+            ).update(
                 state=Landing.State.QUEUED,
                 fence=None,
                 tester=None,
                 tester_agent=None,
                 testing_at=None,
             )
+            for entry in left:  # the dead batch's fence; the taker put them back
+                data = {"returned_by": entry.fence, "reason": TESTER_GONE}
+                landing_event(entry, EventType.LANDING_QUEUED, data, by=session)
         Landing.objects.filter(pk__in=chosen).update(
             state=Landing.State.TESTING,
             fence=fence,

@@ -260,6 +260,39 @@ def test_a_dead_testers_batch_is_taken_again_whole_and_its_reports_are_stale(
     assert Event.objects.filter(type="landing.landed").count() == 1
 
 
+def returns(workspace) -> list[Event]:
+    """The ``landing.queued`` events of entries put back in line, in order."""
+    queued = Event.objects.filter(workspace=workspace, type="landing.queued").order_by("id")
+    return [event for event in queued if "returned_by" in event.data]
+
+
+def test_a_dead_testers_entries_the_new_batch_leaves_are_put_back_with_an_event(
+    workspace, queue, tester, make_session
+):
+    first, second, third = queue(["src/a.py"]), queue(["src/b.py"]), queue(["src/c.py"])
+    old = take(workspace, tester)
+    expire(tester)
+    heir = make_session("heir")
+    new = take(workspace, heir, max_entries=1)
+    assert ids(new.entries) == [first.pk]
+    back = returns(workspace)
+    assert [event.data for event in back] == [
+        {"landing": entry.pk, "returned_by": old.fence, "reason": "tester_gone"}
+        for entry in (second, third)
+    ]
+    assert [event.issue_id for event in back] == [second.issue_id, third.issue_id]
+    assert {(event.session_id, event.agent_id) for event in back} == {(heir.pk, heir.agent_id)}
+    assert {event.project_id for event in back} == {first.project_id}
+    # One event per change: each entry's change of state has its event.
+    states = dict(Landing.objects.values_list("pk", "state"))
+    assert states == {first.pk: "testing", second.pk: "queued", third.pk: "queued"}
+    # A take that takes the dead batch whole puts nothing back.
+    expire(heir)
+    whole = take(workspace, make_session("third-tester"))
+    assert ids(whole.entries) == [first.pk, second.pk, third.pk]
+    assert len(returns(workspace)) == 2
+
+
 def test_a_dead_testers_batch_keeps_its_stale_entries_rejected(
     workspace, queue, tester, make_session
 ):
@@ -274,6 +307,10 @@ def test_a_dead_testers_batch_keeps_its_stale_entries_rejected(
     assert ids(batch.entries) == [first.pk]
     states = dict(Landing.objects.values_list("pk", "state"))
     assert states == {first.pk: "testing", lost.pk: "rejected", third.pk: "queued"}
+    # The stale one is rejected (its event), the other put back (its event).
+    assert [event.data["landing"] for event in returns(workspace)] == [third.pk]
+    rejected = Event.objects.get(workspace=workspace, type="landing.rejected")
+    assert rejected.data["landing"] == lost.pk and rejected.data["reason"] == "stale_fence"
 
 
 def test_an_entry_whose_lease_was_lost_is_rejected_stale_at_the_take(
