@@ -15,6 +15,12 @@ Disarming puts the worktree's ``core.hooksPath`` back as it was (unset, or the v
 it had, kept in ``previous-hooks-path``) and removes the directory. A directory left by
 a killed runner is recognised by its name and its marker, and disarmed the same way
 before the next arming: never taken for a user's hooks.
+
+``extensions.worktreeConfig`` stays set in the runner's own worktrees. In a checkout the
+runner did not create, what it found is noted before arming (``found``) and given back
+after disarming (``leave_as_found``): the worktree's ``config.worktree`` removed when it
+was not there and is left empty, and ``extensions.worktreeConfig`` put back as it was
+when the runner set it, unless another worktree of the repository is armed through it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from projektor_agent import gitops
 HOOKS_DIR = "projektor-hooks"  # in the worktree's own git directory
 MARK = "Armed by projektor run for this worktree only"
 PREVIOUS = "previous-hooks-path"  # the worktree's own core.hooksPath before, if it had one
+WORKTREE_CONFIG = "config.worktree"  # in the worktree's own git directory
+EXTENSION = "extensions.worktreeConfig"
+TRUE = ("true", "yes", "on", "1")
 
 
 def own_git_dir(workdir: Path) -> Path:
@@ -71,8 +80,9 @@ def arm(workdir: Path, guard: list[str]) -> Path:
     extension = ("config", "--bool", "--get", "extensions.worktreeConfig")
     if gitops.git(*extension, cwd=workdir, check=False).stdout.strip() != "true":
         # Read by git only to find config.worktree files: inert for everything else, and
-        # left set (another runner's worktree may be armed through it meanwhile).
-        gitops.git("config", "extensions.worktreeConfig", "true", cwd=workdir)
+        # left set in the runner's own worktrees (another runner's worktree may be armed
+        # through it meanwhile); put back in a checkout it did not create (leave_as_found).
+        gitops.git("config", EXTENSION, "true", cwd=workdir)
     gitops.git("config", "--worktree", "core.hooksPath", str(hooks), cwd=workdir)
     return hooks
 
@@ -92,6 +102,50 @@ def disarm(workdir: Path) -> bool:
         gitops.git("config", "--worktree", "--unset", "core.hooksPath", cwd=workdir)
     shutil.rmtree(hooks, ignore_errors=True)
     return True
+
+
+def found(workdir: Path) -> dict[str, object]:
+    """What arming changes in the worktree's configuration, as it is now."""
+    extension = gitops.git("config", "--local", "--get", EXTENSION, cwd=workdir, check=False)
+    return {
+        "extension": extension.stdout.strip() if extension.returncode == 0 else None,
+        "worktree_config": (own_git_dir(workdir) / WORKTREE_CONFIG).exists(),
+    }
+
+
+def leave_as_found(workdir: Path, before: dict[str, object], *, shared: bool) -> None:
+    """The worktree's configuration as it was ``found`` (``before``), once disarmed: its
+    ``config.worktree`` removed when it was not there and holds nothing now, and
+    ``extensions.worktreeConfig`` put back when the runner set it, unless ``shared``
+    (another worktree of the repository is armed through it)."""
+    own = own_git_dir(workdir) / WORKTREE_CONFIG
+    if not before.get("worktree_config") and own.is_file():
+        entries = gitops.git("config", "--file", str(own), "--list", cwd=workdir, check=False)
+        if entries.returncode == 0 and not entries.stdout.strip():
+            own.unlink()
+    previous = before.get("extension")
+    if shared or (isinstance(previous, str) and previous.lower() in TRUE):
+        return  # not the runner's to put back
+    now = gitops.git("config", "--local", "--get", EXTENSION, cwd=workdir, check=False)
+    if now.returncode != 0 or now.stdout.strip() != "true":
+        return  # not as the runner set it: someone else's since
+    if previous is None:
+        gitops.git("config", "--local", "--unset", EXTENSION, cwd=workdir)
+    else:
+        gitops.git("config", "--local", EXTENSION, str(previous), cwd=workdir)
+
+
+def others_armed(workdir: Path) -> bool:
+    """Another worktree of ``workdir``'s repository is armed (or was, by a runner killed
+    there): it relies on the repository's shared settings."""
+    own = own_git_dir(workdir).resolve()
+    common = gitops.common_dir(workdir)
+    linked = common / "worktrees"
+    git_dirs = [common, *(sorted(linked.iterdir()) if linked.is_dir() else [])]
+    return any(
+        git_dir.resolve() != own and (git_dir / HOOKS_DIR / "pre-commit").is_file()
+        for git_dir in git_dirs
+    )
 
 
 def pre_commit(guard: list[str], theirs: Path) -> str:
