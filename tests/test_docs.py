@@ -277,6 +277,13 @@ def test_the_readme_links_every_guide_and_stays_short():
     assert len(text.split()) <= 1200
 
 
+def test_the_speed_guide_stays_a_guide():
+    # The benches, what each measures, today's figures and how to run them: the rounds
+    # of work and how each figure was found are docs/history/speed.md's.
+    text = DOCS["speed"].read_text(encoding="utf-8")
+    assert len(text.split()) <= 2000
+
+
 def test_every_citation_in_the_documents_resolves():
     docs = the_docs()
     missing = [
