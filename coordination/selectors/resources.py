@@ -2,10 +2,12 @@
 (invariant 20 (resources are counted)); and the holds, released or not."""
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from coordination.filtersets import ResourceFilter, ResourceHoldFilter
 from coordination.liveness import DbNow, live_q
@@ -63,3 +65,33 @@ def in_use(resource: Resource) -> int:
 
 def available(resource: Resource) -> int:
     return max(0, resource.capacity - in_use(resource))
+
+
+def shown_hold(hold: ResourceHold) -> dict[str, Any]:
+    """A hold as the API shows it, the one rendering of the REST hold, of each holder
+    in a 409 ``resource_busy`` and of ``data.holders`` in ``resource.refused``: JSON as it
+    is (times as DRF renders them), from a row with ``is_live`` (``with_live()``), its
+    ``resource`` and its ``agent`` at hand, so a list of holders costs no statement."""
+    return {
+        "id": hold.pk,
+        "resource": hold.resource.name,
+        "session": hold.session_id,
+        "agent": hold.agent.name if hold.agent is not None else None,
+        "issue": hold.issue_id,
+        "units": hold.units,
+        "slots": list(hold.slots),
+        "acquired_at": iso(hold.acquired_at),
+        "released_at": iso(hold.released_at),
+        "release_reason": hold.release_reason or None,
+        "live": bool(hold.is_live),
+        "fence": hold.fence,
+    }
+
+
+def iso(value: datetime | None) -> str | None:
+    """As DRF's DateTimeField renders an aware datetime: ISO 8601 in the current time
+    zone, UTC written ``Z``."""
+    if value is None:
+        return None
+    text = timezone.localtime(value).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text

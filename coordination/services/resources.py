@@ -54,6 +54,7 @@ from coordination.models import (
 )
 from coordination.models.resources import MAX_CAPACITY, NAME_PATTERN
 from coordination.selectors import lookups
+from coordination.selectors.resources import shown_hold
 from coordination.selectors.sessions import is_live
 from coordination.services import events, fences, messages
 
@@ -146,26 +147,18 @@ def live_waits(resource: Resource) -> QuerySet[ResourceWait]:
     )
 
 
-def hold_summary(hold: ResourceHold) -> dict[str, Any]:
-    """A holder as a refusal names it (and its event records it)."""
-    return {
-        "hold": hold.pk,
-        "session": hold.session_id,
-        "agent": hold.agent.name if hold.agent is not None else None,
-        "issue": hold.issue_id,
-        "units": hold.units,
-        "slots": list(hold.slots),
-    }
-
-
 @dataclass
 class Refusal:
     """Why a call got nothing: the resource as it stood."""
 
     resource: Resource
-    holders: list[ResourceHold]
+    holders: list[ResourceHold]  # read under the lock, each with its resource and agent
     available: int
     waiting: int
+
+    def shown_holders(self) -> list[dict[str, Any]]:
+        """The holders as the API shows a hold (the 409's and the event's)."""
+        return [shown_hold(hold) for hold in self.holders]
 
     def error(self, units: int) -> ResourceBusy:
         names = ", ".join(
@@ -181,7 +174,7 @@ class Refusal:
         return ResourceBusy(
             detail,
             resource=self.resource.name,
-            holders=[hold_summary(hold) for hold in self.holders],
+            holders=self.shown_holders(),
             available=self.available,
             waiting=self.waiting,
         )
@@ -354,7 +347,7 @@ def refused(refusal: Refusal, session: AgentSession, *, units: int, issue_id: in
                 "units": units,
                 "available": refusal.available,
                 "waiting": refusal.waiting,
-                "holders": [hold_summary(hold) for hold in refusal.holders],
+                "holders": refusal.shown_holders(),
             },
         )
 

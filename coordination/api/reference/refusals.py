@@ -16,6 +16,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from coordination import errors as e
+from coordination.api.reference import examples as x
 
 
 @dataclass(frozen=True)
@@ -119,18 +120,8 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
         "resource": {"type": "string"},
         "holders": {
             "type": "array",
-            "description": "The resource's live holds.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "hold": {"type": "integer"},
-                    "session": NULLABLE_INT,
-                    "agent": NULLABLE_STR,
-                    "issue": NULLABLE_INT,
-                    "units": {"type": "integer"},
-                    "slots": {"type": "array", "items": {"type": "integer"}},
-                },
-            },
+            "description": "The resource's live holds, each as /resource-holds/ shows it.",
+            "items": {"$ref": "#/components/schemas/Hold"},
         },
         "available": {"type": "integer", "description": "Units free now."},
         "waiting": {"type": "integer", "description": "Calls waiting in line now."},
@@ -283,12 +274,17 @@ RESOURCE_NOT_FOUND = refusal(
 RESOURCE_BUSY = refusal(
     e.ResourceBusy,
     "not enough units free for the call, or earlier calls waiting for them (invariant 20); "
-    "`holders` lists the live holds, `available` and `waiting` are the resource's",
+    "`holders` lists the live holds (each a hold, as /resource-holds/ shows it), "
+    "`available` and `waiting` are the resource's, as its GET shows them",
     "Resource 'db:test' has 0 of 2 units free for 1; held by coder-1 (1), coder-2 (1).",
     resource="db:test",
     holders=[
-        {"hold": 4, "session": 12, "agent": "coder-1", "issue": 7, "units": 1, "slots": [0]},
-        {"hold": 5, "session": 13, "agent": "coder-2", "issue": 8, "units": 1, "slots": [1]},
+        x.HOLD,
+        {
+            **x.HOLD,
+            **{"id": 53, "session": 13, "agent": "coder-2", "issue": 8, "slots": [1]},
+            **{"acquired_at": x.at("09:15:27"), "fence": 10},
+        },
     ],
     available=0,
     waiting=0,

@@ -1,5 +1,7 @@
 """Resources and their holds (docs/api.md, "Resources")."""
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
@@ -100,6 +102,11 @@ class HoldSerializer(serializers.ModelSerializer):
             "live",
             "fence",
         ]
+
+    def to_representation(self, instance: ResourceHold) -> dict[str, Any]:
+        # The fields above, written out once for every place that shows a hold: this
+        # answer, the holders of a resource, of a 409 resource_busy and of its event.
+        return selected.shown_hold(instance)
 
 
 @extend_schema_serializer(examples=[x.shown("one of two in use", x.RESOURCE)])

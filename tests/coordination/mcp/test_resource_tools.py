@@ -49,6 +49,7 @@ def test_acquire_list_and_release_a_resource(mcp_url, raw_key, workspace, issue,
             assert busy["code"] == "resource_busy"
             assert (busy["available"], busy["waiting"]) == (0, 0)
             assert {holder["agent"] for holder in busy["holders"]} == {"atlas", "boreas"}
+            assert busy["holders"][0] == first  # a hold, as the acquire showed it
             timed_out = await refused(
                 client, "acquire_resource", name="db:test", session=cetus.pk, wait=0.3
             )

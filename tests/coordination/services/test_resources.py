@@ -16,6 +16,7 @@ from coordination.errors import (
     StaleFence,
 )
 from coordination.models import Event, Message, ReleaseReason, ResourceHold, ResourceWait
+from coordination.selectors.resources import shown_hold
 from coordination.services import agents, resources
 from tests.conftest import expire
 
@@ -51,7 +52,7 @@ def test_units_are_distinct_slots_lowest_first_and_never_more_than_the_capacity(
         acquire(workspace, b, units=2)
     body = refused.value.as_dict()
     assert body["code"] == "resource_busy" and body["available"] == 1 and body["waiting"] == 0
-    assert [holder["agent"] for holder in body["holders"]] == ["a"]
+    assert body["holders"] == [shown_hold(resources.fresh(first.hold))]  # the API's hold
     second = acquire(workspace, c)
     assert second.hold.slots == [2] and second.hold.fence == 2
     resources.release(workspace=workspace, name="db:test", session_id=a.pk)
@@ -176,6 +177,8 @@ def test_events_name_the_resource_and_a_refusal_its_holders(workspace, db_test, 
     assert acquired.data["resource"] == "db:test" and acquired.data["slots"] == [0, 1, 2]
     refusal = Event.objects.get(type="resource.refused")
     assert refusal.session_id == b.pk and refusal.data["holders"][0]["agent"] == "a"
+    [held] = ResourceHold.objects.all()
+    assert refusal.data["holders"] == [shown_hold(resources.fresh(held))]
 
 
 @pytest.mark.django_db(transaction=True)

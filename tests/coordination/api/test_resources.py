@@ -1,0 +1,109 @@
+"""Resources over REST (invariant 20 (resources are counted)): a 409 `resource_busy` names
+its holders as the holds endpoint shows them, a repeat acquire answers the same hold
+unchanged, and a bad call is a 400 that changes nothing."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework import serializers
+
+from coordination.api.serializers.resources import HoldSerializer
+from coordination.models import Event, ResourceHold, ResourceWait
+from coordination.selectors import resources as selected
+from coordination.services import resources
+from tests.api_helpers import V1, assert_error, post
+
+pytestmark = pytest.mark.django_db
+
+HOLD_FIELDS = [
+    "id",
+    "resource",
+    "session",
+    "agent",
+    "issue",
+    "units",
+    "slots",
+    "acquired_at",
+    "released_at",
+    "release_reason",
+    "live",
+    "fence",
+]
+
+
+@pytest.fixture
+def db_test(workspace):
+    return resources.create_resource(workspace=workspace, name="db:test", capacity=3)
+
+
+def acquire(api, session, **body):
+    return post(api, "/resources/db:test/acquire/", {"session": session.pk, **body})
+
+
+def changes(workspace):
+    """What a call may change: holds, the line, events."""
+    return (
+        list(ResourceHold.objects.values_list("pk", "units", "released_at", "fence")),
+        ResourceWait.objects.count(),
+        Event.objects.filter(workspace=workspace).count(),
+    )
+
+
+def test_a_busy_resource_names_its_holders_as_the_holds_endpoint_shows_them(
+    api, workspace, db_test, make_session, issue
+):
+    a, b, c = make_session("a"), make_session("b"), make_session("c")
+    assert acquire(api, a, units=2, issue=issue.pk).status_code == 201
+    assert acquire(api, b).status_code == 201
+    busy = assert_error(acquire(api, c), 409, "resource_busy")
+    listed = api.get(f"{V1}/resource-holds/?active=true&resource=db:test").json()["results"]
+    shown = api.get(f"{V1}/resources/db:test/").json()
+    assert busy["holders"] == shown["holders"] == listed[::-1]  # the list is newest first
+    assert [list(hold) for hold in busy["holders"]] == [HOLD_FIELDS, HOLD_FIELDS]
+    first = busy["holders"][0]
+    assert (first["agent"], first["issue"], first["slots"], first["live"]) == (
+        "a",
+        issue.pk,
+        [0, 1],
+        True,
+    )
+    assert (busy["available"], busy["waiting"]) == (shown["available"], shown["waiting"])
+    event = Event.objects.get(type="resource.refused")
+    assert event.data["holders"] == busy["holders"]
+
+
+def test_a_refusals_statements_do_not_grow_with_its_holders(api, workspace, make_session):
+    """The holders are rendered from the rows read under the lock: one holder or three,
+    the same statements."""
+    api.get(f"{V1}/resources/")  # the key, read once
+    counts = []
+    for holders in (1, 3):
+        name = f"pool-{holders}"
+        resources.create_resource(workspace=workspace, name=name, capacity=holders)
+        for n in range(holders):
+            session = make_session(f"{name}-{n}")
+            resources.acquire(workspace=workspace, name=name, session_id=session.pk)
+        late = make_session(f"{name}-late")
+        with CaptureQueriesContext(connection) as statements:
+            refused = post(api, f"/resources/{name}/acquire/", {"session": late.pk})
+        assert_error(refused, 409, "resource_busy")
+        assert len(refused.json()["holders"]) == holders
+        counts.append(len(statements))
+    assert counts[0] == counts[1], counts
+
+
+def test_a_hold_renders_as_the_serializers_declared_fields_render_it(
+    workspace, db_test, make_session, issue
+):
+    """``shown_hold`` writes the hold's mapping out (the REST hold, the 409's holders,
+    the event's): live, released, with and without an agent or an issue."""
+    a, b = make_session("a"), make_session("b")
+    resources.acquire(workspace=workspace, name="db:test", session_id=a.pk, issue_id=issue.pk)
+    resources.acquire(workspace=workspace, name="db:test", session_id=b.pk, units=2)
+    resources.release(workspace=workspace, name="db:test", session_id=a.pk)
+    ResourceHold.objects.filter(session=b).update(agent=None)
+    holds = list(selected.holds(workspace))
+    for hold in holds:
+        drf = dict(serializers.ModelSerializer.to_representation(HoldSerializer(), hold))
+        assert HoldSerializer(hold).data == drf
+    assert {hold.is_live for hold in holds} == {True, False}
