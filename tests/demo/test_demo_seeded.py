@@ -4,16 +4,21 @@ their issues in and end, as real agents would. Every wait is on a condition."""
 
 from __future__ import annotations
 
+import threading
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from coordination.liveness import live_q, stalled_q
 from coordination.models import AgentSession, Issue, IssueLease, Run, Workspace
 from demo import access, world
+from demo.fleet import place
 from demo.fleet.context import FleetConfig, FleetContext
-from demo.fleet.plan import Pacing
+from demo.fleet.fleet import Fleet
+from demo.fleet.plan import DemoPlan, Pacing
 from demo.fleet.seeded import SeededWork
 from tests.demo.conftest import wait_until
 
@@ -71,6 +76,48 @@ def test_the_seeds_live_sessions_make_progress_then_hand_their_work_in(live_serv
     assert {run.status for run in Run.objects.filter(pk__in=running)} <= {"succeeded"}
     assert context.record.counts["seeded handed in"] == len(held)
     assert not context.tally.server_errors()
+
+
+def test_the_fleet_carries_the_seeds_live_sessions_on_from_its_start(live_server, tmp_path):
+    """``Fleet.run`` (no runners: the seeded work alone) takes the seed's live sessions
+    over as it starts, so each makes progress, and ends them when it stops."""
+    call_command("seed_demo", "--agents", "4", "--days", "1", stdout=StringIO())
+    workspace = Workspace.objects.get(slug=world.SLUG)
+    seeded = set(live_sessions().values_list("pk", flat=True))
+    assert seeded, "the seed leaves live sessions"
+    home = place.Place(Path(tmp_path) / "demo")
+    home.repo.mkdir(parents=True)
+    place.git(home.repo, "init", "-q", "-b", place.BRANCH)
+    place.git(home.repo, "commit", "-q", "--allow-empty", "-m", "Start")
+    pacing = Pacing(seconds=(600.0, 600.0))  # none hands its work in before the stop
+    config = FleetConfig(
+        url=live_server.url,
+        key=access.fresh_key(workspace, access.FLEET_KEY_NAME),
+        reviewer="",
+        reviewer_password="",
+        place=home,
+        agents=0,
+        pacing=pacing,
+    )
+    fleet = Fleet(config, DemoPlan(home.plan, pacing, config.ttl))
+    began = timezone.now()
+    running = threading.Thread(target=fleet.run, name="fleet", daemon=True)
+    running.start()
+    try:
+
+        def each_made_progress() -> bool:
+            sessions = AgentSession.objects.filter(pk__in=seeded)
+            return not sessions.exclude(last_progress_at__gt=began).exists()
+
+        wait_until(each_made_progress, "the fleet to carry the seeded sessions on")
+        assert live_sessions().filter(pk__in=seeded).count() == len(seeded)
+    finally:
+        fleet.stop.set()
+        running.join(60)
+    assert not running.is_alive()
+    sessions = AgentSession.objects.filter(pk__in=seeded)
+    assert {s.status for s in sessions} == {"ended"}  # the fleet stopped: they stopped too
+    assert not fleet.tally.server_errors()
 
 
 def live_sessions():
