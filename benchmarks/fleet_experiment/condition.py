@@ -24,7 +24,7 @@ from benchmarks.fleet_experiment.measures import Runner, log_errors, machine_tic
 from benchmarks.fleet_experiment.measuring import PROJECT, Measuring, bench_cpu_seconds, busy_share
 from benchmarks.fleet_experiment.settings import Progress, Settings
 from demo.fleet.client import PersonClient, Tally
-from demo.workbench import repository
+from demo.workbench import check_script, repository
 
 AGENT = Path(repository.__file__).with_name("agent.py")
 WORKSPACE = "workbench"
@@ -188,7 +188,7 @@ class Condition(Measuring):
         command += ["--worktrees", str(self.where / "worktrees"), "--integrate"]
         command += ["--scan", f"{s.scan:g}" if self.claims else "0"]
         if self.claims:
-            check = f"{shlex.quote(sys.executable)} {repository.CHECK}"
+            check = f"{shlex.quote(sys.executable)} {check_script.CHECK}"
             command += ["--hooks", s.harness, "--verify", check]
         if self.queue:
             command += ["--queue", "--batch-max", str(s.batch_max)]

@@ -36,7 +36,7 @@ from benchmarks.fleet_experiment.settings import Settings
 from demo.fleet.client import Tally
 from demo.workbench import checks
 from demo.workbench.agent import TRAILER
-from demo.workbench.repository import Plan
+from demo.workbench.plan import Plan
 
 PROJECT = "WB"  # the workbench's project on the server
 

@@ -23,7 +23,7 @@ from benchmarks.fleet_experiment.condition import Condition
 from benchmarks.fleet_experiment.databases import Databases
 from benchmarks.fleet_experiment.report import bar
 from benchmarks.fleet_experiment.settings import Progress, Settings
-from demo.workbench.repository import Plan
+from demo.workbench.plan import Plan
 
 ISSUES_PER_RUNNER = 4  # the plan's width: issues for each of the most runners, at least
 

@@ -22,7 +22,7 @@ from coordination.models import Issue, Resource, Workspace
 from coordination.services import graph, projects, resources
 from demo import world
 from demo.fleet.place import HOT, files_for
-from demo.workbench.repository import Plan, PlanIssue
+from demo.workbench.plan import Plan, PlanIssue
 
 OPEN = (Issue.Status.BACKLOG, Issue.Status.TODO, Issue.Status.IN_PROGRESS, Issue.Status.IN_REVIEW)
 

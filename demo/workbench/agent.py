@@ -77,16 +77,14 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from demo.workbench import checks, repository, speech
+    from demo.workbench import checks, layout, speech
+    from demo.workbench.hooks import RETRIES, Hooks
 except ImportError:  # run as a script (python demo/workbench/agent.py): its folder is on the path
     import checks  # type: ignore[no-redef]
-    import repository  # type: ignore[no-redef]
+    import layout  # type: ignore[no-redef]
     import speech  # type: ignore[no-redef]
+    from hooks import RETRIES, Hooks  # type: ignore[no-redef]
 
-BLOCK = 2  # a hook's "no", for the CLIs that read the exit status
-RETRIES = 3  # a refused declared file: tried again this many times
-BACKOFF_SECONDS = 1.0  # then 2, 4 …
-HOOK_TIMEOUT_SECONDS = 60
 TRAILER = "Workbench-Issue"
 TRUE_WORDS = ("1", "true", "yes", "on")
 TESTS_SHARE = 1 / 3  # of the issue's work time: how long its tests run
@@ -142,9 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     if issue is None:
         say(f"issue {args.issue} is not in the plan {plan_path}")
         return 2
-    work = Work(plan, issue, plan_path, Path.cwd(), args.coordinated, args.hold_tests)
-    work.harness = args.harness
-    work.check = args.check
+    work = Work(
+        plan,
+        issue,
+        plan_path,
+        Path.cwd(),
+        args.coordinated,
+        args.hold_tests,
+        harness=args.harness,
+        check=args.check,
+    )
     return work.run()
 
 
@@ -172,15 +177,18 @@ class Work:
         root: Path,
         coordinated: bool,
         hold_tests: str | None = None,
+        *,
+        harness: str = "claude-code",  # the agent CLI whose hooks it speaks to (speech)
+        check: bool = False,  # run the check before exiting, as a pull request's CI
     ) -> None:
         self.plan, self.issue, self.root = plan, issue, root
         self.coordinated = coordinated
         self.hold_tests = hold_tests
-        self.harness = "claude-code"  # the agent CLI whose hooks it speaks to (speech)
-        self.check = False  # run the check before exiting, as a pull request's CI
+        self.check = check
         self.plan_path = plan_path
         self.key = int(issue["key"])
         self.attempt = count_attempt(plan_path, self.key)
+        self.hooks = Hooks(root, harness, f"workbench-{self.key}-{self.attempt}", say)
         self.rng = random.Random(f"{plan['seed']}:{self.key}:{self.attempt}")
         self.edited: list[str] = []
 
@@ -220,13 +228,10 @@ class Work:
         if not self.coordinated:
             self.edit(path)
             return
-        for attempt in range(RETRIES + 1 if declared else 1):
-            if self.announce(path):
-                self.edit(path)
-                return
-            if declared and attempt < RETRIES:
-                time.sleep(BACKOFF_SECONDS * 2**attempt)
-        if alternative and alternative not in self.edited and self.announce(alternative):
+        if self.hooks.announce(path, retries=RETRIES if declared else 0):
+            self.edit(path)
+            return
+        if alternative and alternative not in self.edited and self.hooks.announce(alternative):
             say(f"{path} is someone else's: editing {alternative} instead")
             self.edit(alternative)
             return
@@ -259,7 +264,7 @@ class Work:
     def edited_now(self, path: str) -> None:
         self.edited.append(path)
         if self.coordinated:
-            self.hooks(speech.POST, path)
+            self.hooks.run(speech.POST, path)
 
     # --- a semantic pair's edits -----------------------------------------------------------
 
@@ -279,7 +284,7 @@ class Work:
         others = [caller for caller in callers if caller != semantic["path"]]
         if self.coordinated:
             for caller in others:
-                if not self.announce_with_retries(caller):
+                if not self.hooks.announce(caller, retries=RETRIES):
                     raise Refused(f"renaming {old} needs {caller}, which stayed someone else's")
         for caller in callers:
             target = self.root / caller
@@ -291,7 +296,7 @@ class Work:
         """A function that calls the service module's function by the name it has in
         this checkout now, and its check."""
         source = (self.root / semantic["target"]).read_text(encoding="utf-8")
-        called = repository.defined_function(source)
+        called = layout.defined_function(source)
         if called is None:
             say(f"no function in {semantic['target']}: nothing to call")
             return
@@ -318,47 +323,6 @@ class Work:
         if path.endswith(".html"):
             return [f"<!-- {title} -->\n"]
         return [f"{indent}# {title} (attempt {self.attempt})\n"]
-
-    # --- the hooks, as the agent CLI runs them -------------------------------------------
-
-    def announce(self, path: str) -> bool:
-        """The hooks before an edit of ``path``: False when one said no."""
-        return self.hooks(speech.PRE, path)
-
-    def announce_with_retries(self, path: str) -> bool:
-        """As a declared file: refused, tried again with backoff."""
-        for attempt in range(RETRIES + 1):
-            if self.announce(path):
-                return True
-            if attempt < RETRIES:
-                time.sleep(BACKOFF_SECONDS * 2**attempt)
-        return False
-
-    def hooks(self, event: str, path: str) -> bool:
-        session = f"workbench-{self.key}-{self.attempt}"
-        stdin = speech.stdin(self.harness, event, self.root, path, session)
-        for command in speech.commands(self.root, self.harness, event):
-            try:
-                done = subprocess.run(
-                    command,
-                    shell=True,
-                    cwd=self.root,
-                    input=stdin,
-                    capture_output=True,
-                    text=True,
-                    timeout=HOOK_TIMEOUT_SECONDS,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                say(f"the {event} hook timed out for {path}; going on")
-                continue
-            reason = speech.refusal(self.harness, done)
-            if reason is not None and event == speech.PRE:
-                say(f"the hook refused {path}: {reason}")
-                return False
-            if done.returncode not in (0, BLOCK):
-                say(f"the {event} hook failed ({done.returncode}): {done.stderr.strip()}")
-        return True
 
     # --- the tests, holding a test database ---------------------------------------------
 

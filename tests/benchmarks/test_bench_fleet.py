@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 
 from benchmarks import fleet_experiment as experiment
-from demo.workbench.repository import Plan
+from demo.workbench.plan import Plan
 
 
 def test_the_claims_and_queue_fleets_meet_the_bar(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from demo.workbench import check_script, checks, repository
-from demo.workbench.repository import CHANGELOG, ROUTER, Plan
+from demo.workbench import check_script, checks, layout, repository
+from demo.workbench.layout import CHANGELOG, ROUTER
+from demo.workbench.plan import SEMANTIC_EVERY, Plan, PlanIssue
 
 AGENT = Path(repository.__file__).with_name("agent.py")
 ROOT = AGENT.parents[2]
@@ -76,7 +77,7 @@ def test_the_same_seed_makes_the_same_repository_and_plan(tmp_path: Path) -> Non
     assert git(tmp_path / "a", "rev-parse", "main") != git(tmp_path / "c", "rev-parse", "main")
     assert first == second and first != other
     files = git(tmp_path / "a", "ls-files").splitlines()
-    assert len(files) >= 200 and {CHANGELOG, ROUTER, repository.SETTINGS} <= set(files)
+    assert len(files) >= 200 and {CHANGELOG, ROUTER, layout.SETTINGS} <= set(files)
     assert max(name.count("/") for name in files) >= 4  # nested directories
 
 
@@ -377,7 +378,7 @@ def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
     a failure is a line of its own and exit 1; WORKBENCH_CHECK_SECONDS sets its sleep."""
     repo, _, _ = bench
     assert check_script.CHECK_SECONDS_VARIABLE == "WORKBENCH_CHECK_SECONDS"
-    assert "SECONDS = 10.0" in (repo / repository.CHECK).read_text()  # the default
+    assert "SECONDS = 10.0" in (repo / check_script.CHECK).read_text()  # the default
     passed, failures, said = checks.run_check(repo, seconds=0)
     assert passed and failures == [], said
     assert "0 failed (slept 0 s)" in said
@@ -386,7 +387,7 @@ def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
     broken = services[0]
     broken.write_text(broken.read_text().replace("return amount *", "return amount +"))
     passed, failures, said = checks.run_check(repo, seconds=0)
-    module = repository.module_name(str(broken.relative_to(repo)))
+    module = layout.module_name(str(broken.relative_to(repo)))
     assert not passed and len(failures) == 1 and failures[0].startswith(f"FAIL {module}.check_")
     assert "AssertionError" in failures[0] and "1 failed" in said
     assert git(repo, "status", "--short") == f"M {broken.relative_to(repo)}"  # no bytecode
@@ -396,7 +397,7 @@ def test_the_check_passes_on_the_base_says_what_fails_and_writes_nothing(
 def test_every_plan_of_two_issues_or_more_has_semantic_pairs(tmp_path: Path, count: int) -> None:
     plan = repository.create(tmp_path / "repo", seed=2, issues=count)
     pairs = plan.pairs()
-    assert len(pairs) == -(-(count - 1) // repository.SEMANTIC_EVERY)  # at keys 1, 13, 25 …
+    assert len(pairs) == -(-(count - 1) // SEMANTIC_EVERY)  # at keys 1, 13, 25 …
     assert [issue.key for issue in pairs[1]] == [1, 2]  # taken at the start, together
     renamed = [rename.semantic["path"] for rename, _ in pairs.values()]  # type: ignore[index]
     assert len(set(renamed)) == len(renamed)  # each pair a function of its own
@@ -410,10 +411,10 @@ def test_every_plan_of_two_issues_or_more_has_semantic_pairs(tmp_path: Path, cou
             assert rename.crash is None and call.crash is None
             assert rename.key not in call.blocked_by and call.key not in rename.blocked_by
             assert not rename.extra and not call.extra
-        assert not {*rename.paths, *call.paths} & set(repository.HOT)
+        assert not {*rename.paths, *call.paths} & set(layout.HOT)
 
 
-def pair_issues(plan: Plan) -> tuple[repository.PlanIssue, repository.PlanIssue]:
+def pair_issues(plan: Plan) -> tuple[PlanIssue, PlanIssue]:
     rename, call = plan.pairs()[1]
     return rename, call
 
