@@ -4,7 +4,7 @@ client's ``testserver``."""
 
 import pytest
 
-from benchmarks import load, suite
+from benchmarks import load, runs, suite
 
 COUNTED = {"heartbeat", "lease claim", "lease release", "files claim", "files release"}
 
@@ -12,7 +12,7 @@ COUNTED = {"heartbeat", "lease claim", "lease release", "files claim", "files re
 @pytest.mark.django_db
 def test_the_statement_count_works_with_allowed_hosts_of_loopback_only(settings):
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
-    options = suite.BenchOptions(
+    options = runs.BenchOptions(
         agents=1,
         seconds=suite.QUICK_SECONDS,
         workers=1,

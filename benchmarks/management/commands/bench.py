@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks import report, server, suite
+from benchmarks import report, runs, server, suite
 from benchmarks.load import Volumes
 
 
@@ -101,7 +101,7 @@ class Command(BaseCommand):
             profile_dir = profile_dir.resolve()
             profile_dir.mkdir(parents=True, exist_ok=True)
         volumes = Volumes()
-        bench_options = suite.BenchOptions(
+        bench_options = runs.BenchOptions(
             agents=options["agents"] or (suite.QUICK_AGENTS if quick else suite.DEFAULT_AGENTS),
             seconds=options["seconds"] or (suite.QUICK_SECONDS if quick else suite.DEFAULT_SECONDS),
             workers=options["workers"],
