@@ -442,3 +442,75 @@ def test_a_batch_whose_branch_moved_during_its_check_goes_back_and_lands_on_the_
     assert git(repo, "log", "--format=%s", "-2", "main").splitlines() == ["Late", "Meanwhile"]
     assert git(repo, "rev-parse", "main~1") == moved
     assert_always_green(repo, checked, tmp_path, moved)
+
+
+BROKEN = "from lib import missing\n"  # red on any tree: lib has no ``missing``
+
+
+def test_a_culprit_in_the_middle_of_a_batch_of_four_goes_back_and_the_entries_after_it_land_later(
+    api, projektor, repo, checked, tmp_path
+):
+    """Batch [a, culprit, c, d]: red; the prefixes [a, culprit] (red) and [a] (green) are
+    checked, a lands, the culprit is rejected back to its agent, and c and d, which were
+    never tested without it, go back to the queue and land on a later pass."""
+    project = api.project()
+    base = git(repo, "rev-parse", "main")
+    first = queue_by_hand(api, repo, project, "notes/x.md", "x\n", "Notes x")
+    lander = projektor(
+        "land", "--verify", checked["gated"], "--project", project, "--loop",
+        cwd=repo, agent="lander", wait=False,
+    )  # fmt: skip
+    sessions = [first["session"]]
+    with kept_live(api, sessions):
+        # The lander holds the project's batch ([x]) at the gate while the others queue.
+        wait_until(Path(f"{checked['gate']}.waiting").exists, "the first batch's check")
+        good = queue_by_hand(api, repo, project, "docs/a.md", "a\n", "Doc a")
+        sessions.append(good["session"])
+        culprit = api.issue(project, "Import missing", requires_filesystem=True)
+        runner = queue_runner(
+            projektor, repo, tmp_path, culprit, unique("cyd"), "src/broken.py", BROKEN,
+            checked["command"],
+        )  # fmt: skip
+        wait_until(lambda: entry_of(api, culprit), "the culprit to be queued")
+        after = [
+            queue_by_hand(api, repo, project, f"docs/{name}.md", f"{name}\n", f"Doc {name}")
+            for name in ("c", "d")
+        ]
+        sessions += [entry["session"] for entry in after]
+        checked["gate"].write_text("")
+
+        assert runner.wait() == 1, runner.stderr
+        wait_until(
+            lambda: all(landing(api, entry)["state"] == "landed" for entry in after),
+            "the entries after the culprit to land on a later pass",
+        )
+        lander.process.send_signal(signal.SIGTERM)
+        assert lander.wait() == 0, lander.stderr
+
+    # x alone (green); a, culprit, c, d (red); a and the culprit (red); a (green): a lands;
+    # then c and d (green), taken again.
+    assert [outcome for _, outcome in checks(checked)] == ["green", "red", "red", "green", "green"]
+    testers = lander.stderr + runner.stderr
+    assert "batch of 4 under fence" in testers and "red; bisecting" in testers
+    rejected = entry_of(api, culprit)
+    assert (rejected["state"], rejected["reason"]) == ("rejected", "check_failed")
+    assert "ImportError" in rejected["detail"] and "the check ran" in rejected["detail"]
+    assert good["id"] < rejected["id"] < after[0]["id"] < after[1]["id"]
+    landed = landing(api, good)
+    assert landed["state"] == "landed" and landed["fence"] == rejected["fence"]
+    assert f"returned to the queue under fence {landed['fence']}: landings " in testers
+    for entry in after:
+        later = landing(api, entry)
+        assert later["fence"] > landed["fence"]  # a later batch
+        assert trailed(repo, entry) == [later["landed_commit"]]
+    assert trailed(repo, good) == [landed["landed_commit"]]
+    subjects = git(repo, "log", "--format=%s", f"{base}..main").splitlines()
+    assert subjects == ["Doc d", "Doc c", "Doc a", "Notes x"]  # the culprit never landed
+
+    back = api.get(f"/issues/{culprit['id']}/")
+    assert back["status"] == "todo" and back["lease"] is None
+    [message] = [body for body in api.messages(culprit["id"]) if "gave issue" in body]
+    assert "check failed" in message and "ImportError" in message
+    branch = f"projektor/{culprit['id']}-import-missing"
+    assert git(repo, "log", "-1", "--format=%s", branch) == "Import missing"  # kept
+    assert_always_green(repo, checked, tmp_path, base)
