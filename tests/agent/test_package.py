@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import projektor_agent
+from tests.test_layout import MODULE_LINES
 
 PACKAGE = Path(projektor_agent.__file__).parent
-MODULE_LINES = 450
 
 
 def modules():
