@@ -32,6 +32,7 @@ import re
 import signal
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +56,25 @@ from projektor_agent.supervise import resolved
 from projektor_agent.unit import UnitWork
 
 DEFAULT_TTL = 120.0
-QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released"
+# What can make an issue startable: a new or moved issue, a blocker done, a lease or an
+# issue's claims let go (an issue whose declared files another holds is not tried).
+QUEUE_WAIT_TYPES = "issue.created,issue.transitioned,issue.unblocked,lease.released,claims.released"
 QUEUE_WAIT_SECONDS = 25
 OUTAGE_PAUSE_SECONDS = 5
 SETUP_PAUSE_SECONDS = 5
 # Refusals that mean "someone else has this one": with --next, take the next.
 TAKEN_ELSEWHERE = ("lease_held", "blocked", "file_conflict", "invalid_transition", "issue_closed")
+
+
+def spread(candidates: list[Any], agent: str) -> list[Any]:
+    """The rest of the queue after a lost race, starting at a place of this agent's own.
+    Idle runners woken by one event read the same queue and race for its head; each
+    that loses tries next where the others are unlikely to, instead of all of them
+    walking down the queue together (a refused start each, for each issue passed)."""
+    if len(candidates) < 2:
+        return candidates
+    place = zlib.crc32(agent.encode()) % len(candidates)
+    return candidates[place:] + candidates[:place]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,12 +234,18 @@ class Runner:
             self.passed_over.clear()  # the end of a pass: the next one tries them again
 
     def take_from_queue(self) -> Unit | None:
-        """One pass down the ready queue, past the issues passed over."""
+        """One pass down the ready queue, past the issues passed over. An issue whose
+        declared files another issue holds is not tried (the start would be refused):
+        the release of those claims wakes the runner for another pass."""
         query = {"project": self.options.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
-        free = [i for i in ready if not i.get("collisions")]
+        colliding = [str(i["id"]) for i in ready if i.get("collisions")]
+        if colliding:
+            say(f"issues {', '.join(colliding)}: their declared files are held; not tried")
+        candidates = [i for i in ready if not i.get("collisions")]
         full: set[Any] = set()  # projects at their WIP limit: their other issues wait too
-        for issue in free + [i for i in ready if i.get("collisions")]:
+        while candidates:
+            issue = candidates.pop(0)
             self.signals.check()
             if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
                 continue
@@ -242,7 +262,8 @@ class Runner:
                     continue
                 if refused.code not in TAKEN_ELSEWHERE:
                     raise
-                say(f"issue {issue['id']} was taken first ({refused.message}); trying the next")
+                say(f"issue {issue['id']} was taken first ({refused.message}); trying another")
+                candidates = spread(candidates, self.agent)
         return None
 
     def deferred(self) -> set[int]:

@@ -4,6 +4,7 @@ graph))."""
 
 import json
 
+from projektor_agent.runner import spread
 from tests.agent.conftest import agent_command, released, unique
 from tests.agent.test_runner import control_dir, started
 
@@ -61,8 +62,9 @@ def test_run_next_takes_the_first_collision_free_issue_over_a_more_urgent_collid
 
 
 def test_run_next_takes_nothing_when_every_issue_collides(api, projektor, repo, tmp_path):
-    """Each start claims the issue's expected paths and is refused while another holds
-    them: the runner tries each in turn, then says there is nothing to take."""
+    """An issue whose declared files another issue holds is not tried (its start would
+    be refused and logged as a conflict): the runner names them and says there is
+    nothing to take, and no start was refused."""
     project, control = api.project(), control_dir(tmp_path)
     held = api.issue(project, "Held work", paths=["src/"])
     api.post("/work/start/", {"agent": unique("atlas"), "issue": held["id"]}, expect=201)
@@ -81,9 +83,25 @@ def test_run_next_takes_nothing_when_every_issue_collides(api, projektor, repo, 
 
     assert run.returncode == 1, run.stderr
     assert "nothing to take" in run.stderr
-    tried = [line for line in run.stderr.splitlines() if "trying the next" in line]
-    assert [line.split()[2] for line in tried] == [str(first["id"]), str(second["id"])]
+    assert f"issues {first['id']}, {second['id']}: their declared files are held" in run.stderr
+    assert "taken first" not in run.stderr
+    for issue in (first, second):  # no start tried: no conflict logged
+        assert api.get("/claim-conflicts/", issue=issue["id"])["count"] == 0
     assert not (control / "started.json").exists()
     for issue in (first, second):
         assert api.get(f"/issues/{issue['id']}/")["status"] == "todo"
         assert api.leases(issue["id"]) == []
+
+
+def test_a_runner_that_lost_a_race_tries_next_at_a_place_of_its_own():
+    """Runners woken together race for the queue's head; the losers go on from places
+    that differ by agent, not all down the queue in step. Nothing is left out."""
+    queue = list(range(10))
+    orders = {agent: spread(queue, agent) for agent in ("coder-1", "coder-2", "coder-3")}
+    for order in orders.values():
+        assert sorted(order) == queue
+        start = order[0]
+        assert order == queue[start:] + queue[:start]  # the queue's order, from a place
+    assert len({order[0] for order in orders.values()}) > 1
+    assert spread(queue, "coder-1") == orders["coder-1"]  # the same place every time
+    assert spread([7], "coder-1") == [7] and spread([], "coder-1") == []
