@@ -168,7 +168,7 @@ class Refusal:
         detail = (
             f"Resource {self.resource.name!r} has {self.available} of {self.resource.capacity} "
             f"units free for {units}"
-            + (f"; {self.waiting} other call(s) waiting in line" if self.waiting else "")
+            + (f"; {self.waiting} call(s) waiting in line" if self.waiting else "")
             + (f"; held by {names}." if names else ".")
         )
         return ResourceBusy(
@@ -251,10 +251,8 @@ def attempt(
         others_waiting = live_waits(locked).exclude(session=session)
         ahead = others_waiting.filter(pk__lt=line) if line is not None else others_waiting
         if ahead.exists() or units > available:
-            in_line = live_waits(locked)
-            # Not this call's own place in line.
-            waiting = (in_line if line is None else in_line.exclude(pk=line)).count()
-            return Refusal(locked, live, available, waiting=waiting)
+            # As the resource's GET shows it now: a waiting call's own place counts.
+            return Refusal(locked, live, available, waiting=live_waits(locked).count())
         taken = {slot for hold in live for slot in hold.slots}
         slots = [slot for slot in range(locked.capacity) if slot not in taken][:units]
         in_the_way = [hold for hold in holds if not hold.is_live and set(hold.slots) & set(slots)]

@@ -124,7 +124,11 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
             "items": {"$ref": "#/components/schemas/Hold"},
         },
         "available": {"type": "integer", "description": "Units free now."},
-        "waiting": {"type": "integer", "description": "Calls waiting in line now."},
+        "waiting": {
+            "type": "integer",
+            "description": "Calls waiting in line now, as the resource's GET shows them: a "
+            "waiting call that ran out counts its own place.",
+        },
     },
     "worktree_unresolved": {"run": {"type": "integer", "description": "This run, `skipped`."}},
     "blocked": {

@@ -107,3 +107,14 @@ def test_a_hold_renders_as_the_serializers_declared_fields_render_it(
         drf = dict(serializers.ModelSerializer.to_representation(HoldSerializer(), hold))
         assert HoldSerializer(hold).data == drf
     assert {hold.is_live for hold in holds} == {True, False}
+
+
+def test_a_waiting_call_that_runs_out_counts_its_own_place_as_the_get_shows_it(
+    api, workspace, db_test, make_session
+):
+    a, b = make_session("a"), make_session("b")
+    assert acquire(api, a, units=3).status_code == 201
+    ran_out = assert_error(acquire(api, b, wait=0.2), 409, "resource_busy")
+    assert (ran_out["available"], ran_out["waiting"]) == (0, 1)  # its own place in line
+    assert api.get(f"{V1}/resources/db:test/").json()["waiting"] == 0  # left as it answered
+    assert Event.objects.get(type="resource.refused").data["waiting"] == 1

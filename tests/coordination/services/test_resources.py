@@ -215,6 +215,12 @@ def test_a_later_call_gets_nothing_while_an_earlier_one_waits(workspace, make_se
         with pytest.raises(ResourceBusy) as refused:
             acquire(workspace, small, name="ports")
         assert refused.value.extra["available"] == 1 and refused.value.extra["waiting"] == 1
+        with pytest.raises(ResourceBusy) as ran_out:
+            acquire(workspace, small, name="ports", wait=0.2)
+        # As the resource's GET shows it at that moment: the call waiting ahead and this
+        # call's own place in line, which it leaves as it answers.
+        assert ran_out.value.extra["waiting"] == 2
+        assert resources.live_waits(resources.get_resource(workspace, "ports")).count() == 1
         resources.release(workspace=workspace, name="ports", session_id=holder.pk)
     finally:
         thread.join(timeout=60)
@@ -241,9 +247,12 @@ def test_a_waiter_whose_session_dies_leaves_the_line(workspace, make_session):
 def test_a_waiting_call_that_runs_out_writes_one_refusal(workspace, db_test, make_session):
     a, b = make_session("a"), make_session("b")
     acquire(workspace, a, units=3)
-    with pytest.raises(ResourceBusy):
+    with pytest.raises(ResourceBusy) as refused:
         acquire(workspace, b, wait=0.3)
-    assert Event.objects.filter(type="resource.refused").count() == 1
+    # "waiting" as the resource's GET showed it as the call ran out: its own place.
+    assert refused.value.extra["waiting"] == 1 and "1 call(s) waiting" in str(refused.value)
+    [event] = Event.objects.filter(type="resource.refused")
+    assert event.data["waiting"] == 1
     assert not ResourceWait.objects.exists()
 
 
