@@ -1,6 +1,7 @@
 """The landing queue as the managers' pages show it (invariant 21 (the default branch is
 always green)): each project's queue now and who tests its batch, what landed and what
-was rejected per day with the waits, and an issue's entries.
+was rejected per day with the waits, how many times the queue moved the default branch
+and how many of those moves no reported check proves green, and an issue's entries.
 
 Reads only, a fixed handful of statements however many entries: the queues now (two,
 ``coordination.selectors.landing_stats``), the projects, and the entries that finished
@@ -47,18 +48,67 @@ def wait_words(seconds: float | None) -> str:
 @dataclass
 class Finished:
     """Entries that finished (a day's, or the window's): landed, rejected by reason, and
-    their waits (queued to finished, in seconds)."""
+    their waits (queued to finished, in seconds); and the default branch's moves.
+
+    A tester moves the default branch once per batch, to the commit of the last entry it
+    lands, and only after that exact tree passed the check; then it reports each landed
+    entry with its commit, under the batch's fence. So a move is a fence among the landed
+    entries (an entry without one is a move of its own), and a move is proved green by
+    the commit its tester reported; one with an entry reported without a commit is
+    counted unproved (``red``), which the rule (invariant 21) says never happens."""
 
     landed: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     waits: list[float] = field(default_factory=list)
+    moves: set[tuple[str, int]] = field(default_factory=set)
+    unproved: set[tuple[str, int]] = field(default_factory=set)
 
-    def add(self, state: str, reason: str, wait: float) -> None:
+    def add(
+        self,
+        state: str,
+        reason: str,
+        wait: float,
+        *,
+        entry: int = 0,
+        fence: int | None = None,
+        landed_commit: str = "",
+    ) -> None:
         if state == Landing.State.LANDED:
             self.landed += 1
+            move = ("fence", fence) if fence is not None else ("entry", entry)
+            self.moves.add(move)
+            if not landed_commit:
+                self.unproved.add(move)
         else:
             self.rejected[reason] = self.rejected.get(reason, 0) + 1
         self.waits.append(wait)
+
+    @property
+    def moved(self) -> int:
+        return len(self.moves)
+
+    @property
+    def red(self) -> int:
+        return len(self.unproved)
+
+    @property
+    def branch_words(self) -> str:
+        """The default branch's moves by the queue, said plainly: ``Default branch moved 3
+        times in this window (5 entries landed), each to a tree that passed the check (red:
+        0)``."""
+        if not self.moved:
+            return "Default branch not moved by the queue in this window (red: 0)"
+        entries = f"{self.landed} entr{'y' if self.landed == 1 else 'ies'} landed"
+        if self.moved == 1:
+            moved, each = f"moved once in this window ({entries})", "to a tree"
+        else:
+            moved, each = f"moved {self.moved} times in this window ({entries})", "each to a tree"
+        if not self.red:
+            return f"Default branch {moved}, {each} that passed the check (red: 0)"
+        return (
+            f"Default branch {moved}; {self.red} of them to a tree that no reported check "
+            f"proves green (red: {self.red})"
+        )
 
     @property
     def rejected_total(self) -> int:
@@ -102,12 +152,14 @@ def landings_now(workspace: Workspace, since: datetime, until: datetime) -> Land
     queues = landing_stats.queues_now(workspace)
     per_day: dict[tuple[date, int], Finished] = defaultdict(Finished)
     per_project: dict[int, Finished] = defaultdict(Finished)
-    for project_id, state, reason, queued_at, finished_at in landing_stats.finished_between(
-        workspace, since, until
-    ):
+    for number, row in enumerate(landing_stats.finished_between(workspace, since, until)):
+        project_id, state, reason, queued_at, finished_at, fence, landed_commit = row
         wait = (finished_at - queued_at).total_seconds()
-        per_day[(finished_at.date(), project_id)].add(state, reason, wait)  # a UTC day
-        per_project[project_id].add(state, reason, wait)
+        day = finished_at.date()  # a UTC day
+        for finished in (per_day[(day, project_id)], per_project[project_id]):
+            finished.add(
+                state, reason, wait, entry=number, fence=fence, landed_commit=landed_commit
+            )
     shown = set(queues) | set(per_project)
     if not shown:
         return LandingsNow(projects=[], days=[])

@@ -97,12 +97,15 @@ def queues_now(workspace: Workspace) -> dict[int, QueueNow]:
 def finished_between(
     workspace: Workspace, since: datetime, until: datetime
 ) -> QuerySet[Landing, tuple[Any, ...]]:
-    """``(project_id, state, reason, queued_at, finished_at)`` of the entries that landed
-    or were rejected in ``[since, until)``, from the finished-at index."""
+    """``(project_id, state, reason, queued_at, finished_at, fence, landed_commit)`` of the
+    entries that landed or were rejected in ``[since, until)``, from the finished-at index
+    (``fence``: the batch's, which moved the default branch once for its landed entries)."""
     return (
         Landing.objects.filter(workspace=workspace, finished_at__gte=since, finished_at__lt=until)
         .order_by("finished_at", "pk")
-        .values_list("project_id", "state", "reason", "queued_at", "finished_at")
+        .values_list(
+            "project_id", "state", "reason", "queued_at", "finished_at", "fence", "landed_commit"
+        )
     )
 
 

@@ -195,6 +195,80 @@ def test_health_shows_each_queue_its_tester_and_the_day_s_outcomes(alice, worksp
     assert "wait-p50" in day and "—" not in text(day)
     queues = response.context["landings"]
     assert [queue.project.key for queue in queues.projects] == ["core"] and queues.depth == 2
+    assert moves(html) == (
+        "core: Default branch moved once in this window (1 entry landed), to a tree that "
+        "passed the check (red: 0).",
+        "1",
+        "0",
+    )
+
+
+def moves(html: str, project: str = "core") -> tuple[str, str, str]:
+    """A project's line on the default branch's moves: its words, moved, red."""
+    line = re.search(rf'<li data-project="{project}"([^>]*)>(.*?)</li>', html, re.S)
+    assert line, html
+    attributes = dict(re.findall(r'data-(moved|red)="(\d+)"', line.group(1)))
+    return text(line.group(2)), attributes["moved"], attributes["red"]
+
+
+def test_health_says_how_often_the_queue_moved_the_branch_and_that_none_was_red(
+    alice, workspace, queue, make_session
+):
+    client = logged_in(alice)
+    tester = make_session("tester-1")
+    queue("Add the login page", ["src/login.py"], "coder-1")
+    html = section(client.get("/workspaces/acme/health/").content.decode())
+    words, moved, red = moves(html)  # queued, nothing landed yet
+    assert words == "core: Default branch not moved by the queue in this window (red: 0)."
+    assert (moved, red) == ("0", "0")
+
+    queue("Cache the board", ["src/board.py"], "coder-2")
+    batch = landings.take_batch(workspace=workspace, project_key="core", session_id=tester.pk)
+    for n, entry in enumerate(batch.entries):  # two entries, one move of the branch
+        landings.land(
+            workspace=workspace, landing_id=entry.pk, session_id=tester.pk, fence=batch.fence,
+            commit=f"{n}" * 40,
+        )  # fmt: skip
+    html = section(client.get("/workspaces/acme/health/").content.decode())
+    assert moves(html) == (
+        "core: Default branch moved once in this window (2 entries landed), to a tree that "
+        "passed the check (red: 0).",
+        "1",
+        "0",
+    )
+
+    red, _ = queue("Rename the helper", ["src/helper.py"], "coder-3")
+    green, _ = queue("Speed up the heatmap", ["src/heatmap.py"], "coder-4")
+    batch = landings.take_batch(workspace=workspace, project_key="core", session_id=tester.pk)
+    landings.reject(
+        workspace=workspace, landing_id=red.pk, session_id=tester.pk, fence=batch.fence,
+        reason="check_failed", detail=CHECK_OUTPUT,
+    )  # fmt: skip
+    landings.return_batch(workspace=workspace, session_id=tester.pk, fence=batch.fence)
+    batch = landings.take_batch(workspace=workspace, project_key="core", session_id=tester.pk)
+    assert [entry.pk for entry in batch.entries] == [green.pk]
+    landings.land(
+        workspace=workspace, landing_id=green.pk, session_id=tester.pk, fence=batch.fence,
+        commit=LANDED,
+    )  # fmt: skip
+    html = section(client.get("/workspaces/acme/health/").content.decode())
+    assert moves(html) == (
+        "core: Default branch moved 2 times in this window (3 entries landed), each to a tree "
+        "that passed the check (red: 0).",
+        "2",
+        "0",
+    )
+    assert 'class="tag bad"' not in html.split('id="landing-moves"')[1].split("</ul>")[0]
+
+    # A landed entry without the commit its tester reported is not proved green: counted.
+    Landing.objects.filter(pk=green.pk).update(landed_commit="")
+    html = section(client.get("/workspaces/acme/health/").content.decode())
+    words, moved, red_count = moves(html)
+    assert (moved, red_count) == ("2", "1")
+    assert words == (
+        "core: Default branch moved 2 times in this window (3 entries landed); 1 of them to a "
+        "tree that no reported check proves green (red: 1)."
+    )
 
 
 def test_a_dead_tester_is_said_and_the_batch_is_the_next_take_s(alice, workspace, lot):
