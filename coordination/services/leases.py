@@ -3,6 +3,8 @@
 A lease's claim and release are SQL (``coordination.db.sql.leases``), as the
 file claims are: the rows come back as fully loaded instances, shown as
 ``selectors.claims.leases`` shows them (``is_live``, the agent), with no read after.
+A dead holder's lease reclaimed on the way, and the issue taken over from it, are
+``takeover``.
 """
 
 from dataclasses import dataclass
@@ -33,14 +35,14 @@ from coordination.models import (
 )
 from coordination.selectors import lookups
 from coordination.selectors.sessions import is_live
-from coordination.services import events, fences, logs, reclaim
+from coordination.services import events, fences, logs, reclaim, takeover
 from coordination.services.locking import lock_project
 
 
 @dataclass(frozen=True)
 class Claimed:
     """``taken_over``: the leases of dead holders this claim reclaimed ``expired``
-    to get its own (``take_over`` hands it their assignment and claims)."""
+    to get its own (``takeover.take_over`` hands it their assignment and claims)."""
 
     lease: IssueLease
     created: bool
@@ -182,7 +184,7 @@ def claim_issue(
     start_work assigns later in its own transaction, ``coordination.services.locking``
     says why); an assignee read under the share stays until the commit, so an issue
     that has one is not written. A lease taken over from a dead holder takes its
-    assignment and its claims on the issue as well (``take_over``).
+    assignment and its claims on the issue as well (``takeover``).
     """
     with events.change():
         outcome = claim_or_capped(
@@ -246,7 +248,12 @@ def claim_or_capped(
     )
     if assign:
         # Last: it turns the issue's share into a row lock, held only to the commit.
-        take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
+        takeover.take_over(
+            workspace_id=workspace.pk,
+            session=session,
+            lease=lease,
+            taken_over=claimed.taken_over,
+        )
     return claimed
 
 
@@ -279,69 +286,16 @@ def take_lease(
     if current.session_id == session.pk and current.is_live:  # type: ignore[attr-defined]
         return Claimed(lease=current, created=False)
     if not current.is_live:  # type: ignore[attr-defined]
-        reclaim_stale_lease(current, project_id=issue.project_id, by=session, taken_over=taken_over)
-    raise lease_held(current)
-
-
-def reclaim_stale_lease(
-    lease: IssueLease, *, project_id: int, by: AgentSession, taken_over: list[IssueLease]
-) -> None:
-    """``lease`` was read in a claim's way, not live: release it (``expired`` if its
-    holder is dead, else ``max_age``: invariants 4 (stale reclaim) and 17 (stalled is derived)),
-    announce it and ``Retry``; released since it was read: ``Retry``. Returns only if it is live
-    again (its holder revived). An ``expired`` lease is added to ``taken_over``; an aged-out
-    one is not: its holder is alive and keeps its claims (invariant 17 (stalled is derived))."""
-    row = fetchone(sql.release_stale_lease(dialect(), lease_id=lease.pk))
-    if row is not None:
-        if row[0] == ReleaseReason.EXPIRED:
-            taken_over.append(lease)
-        events.lease_released(
-            lease,
-            reason=row[0],
-            project_id=project_id,
-            by=events.holder(by.pk, by.agent.name),
+        takeover.reclaim_stale_lease(
+            current, project_id=issue.project_id, by=session, taken_over=taken_over
         )
-        raise reclaim.Retry
-    if fetchone(sql.unreleased_row(table=IssueLease._meta.db_table, row_id=lease.pk)) is None:
-        raise reclaim.Retry
+    raise lease_held(current)
 
 
 def held_or_capped(issue_id: int) -> None:
     """After the last attempt: ``lease_held`` if a lease is in the way, else the cap."""
     if (winner := unreleased_lease(issue_id)) is not None:
         raise lease_held(winner)
-
-
-def take_over(*, workspace_id: int, session: AgentSession, claimed: Claimed) -> None:
-    """A new lease's agent becomes the issue's assignee if it has none, or if it is an
-    agent whose dead lease this claim took over (whom a person or a live agent
-    assigned stays); the dead holders' claims on the issue are released ``expired``
-    by the taker, as the next claimer of their paths would (invariant 4 (stale reclaim)), with their
-    ``claims.released``. Their claims on other issues stay, for those paths' next
-    claimers. Call it last in the claim's transaction: the issue row, then the claim
-    rows in path order (``coordination.services.locking``)."""
-    issue = claimed.lease.issue  # read under the claim's share: its assignee is current
-    dead_agents = [lease.agent_id for lease in claimed.taken_over if lease.agent_id is not None]
-    if issue.assignee_id is None or issue.assignee_id in dead_agents:
-        statement = sql.assign_unassigned_issue(
-            dialect(), issue_id=issue.pk, agent_id=session.agent_id, replacing=dead_agents
-        )
-        execute(statement)
-    taker = events.holder(session.pk, session.agent.name)
-    for lease in claimed.taken_over:
-        if lease.session_id is None:  # its session is gone: its claims have no holder
-            continue
-        statement = sql.release_claims(
-            dialect(),
-            reason=ReleaseReason.EXPIRED,
-            workspace_id=workspace_id,
-            issue_id=issue.pk,
-            session_id=lease.session_id,
-            holder_dead=True,
-        )
-        released = [sql.ReleasedClaim(*row[:5]) for row in fetchall(statement)]
-        if released:
-            events.claims_released(workspace_id, released, reason=ReleaseReason.EXPIRED, by=taker)
 
 
 def record_denial(

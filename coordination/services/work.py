@@ -2,7 +2,7 @@
 
 ``start_work`` registers a session, takes the issue's lease, claims the paths, moves
 a ``todo`` issue to ``in_progress``, makes the agent its assignee if it has none (or
-takes the issue over from a dead session: ``leases.take_over``) and says so on the
+takes the issue over from a dead session: ``takeover.take_over``) and says so on the
 issue: all or nothing. The
 steps run in one transaction, so a refusal at any step rolls every step back: no
 session, no lease, no claim is left.
@@ -44,6 +44,7 @@ from coordination.services import (
     graph,
     leases,
     messages,
+    takeover,
     workflow,
 )
 
@@ -127,7 +128,12 @@ def start_work(
                 )
             # After the file claims, as the transition: the issue's row lock comes last,
             # then a dead predecessor's remaining claims (locking).
-            leases.take_over(workspace_id=workspace.pk, session=session, claimed=claimed)
+            takeover.take_over(
+                workspace_id=workspace.pk,
+                session=session,
+                lease=claimed.lease,
+                taken_over=claimed.taken_over,
+            )
             message = messages.record_message(
                 workspace=workspace,
                 scope=messages.issue_scope(issue.pk),
