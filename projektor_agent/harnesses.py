@@ -9,7 +9,7 @@ What the edit may do (claim, fresh base, the sentence) is the core's (``hook``).
 
     CLI          event         edit tools                       how a refusal is said
     claude-code  PreToolUse    Edit Write MultiEdit NotebookEdit exit 2, stderr
-    codex        PreToolUse    apply_patch (the patch's files)   exit 2, stderr, stdout empty
+    codex        PreToolUse    apply_patch; Bash running one     exit 2, stderr, stdout empty
     gemini       BeforeTool    write_file replace                exit 2, stderr, stdout empty
     cursor       preToolUse    Write StrReplace Delete …         {"permission": "deny", …}
     copilot      preToolUse    edit create apply_patch …         {"permissionDecision": "deny", …}
@@ -36,6 +36,10 @@ Payload = dict[str, object]  # a JSON object, as json.loads gives it
 PATCH_FILE = re.compile(
     r"^\*\*\* (?:Add File|Update File|Move to|Delete File): (.+?)[ \t\r]*$", re.MULTILINE
 )
+# A shell command that runs apply_patch (Codex applies its patch itself), and the
+# directory a leading ``cd DIR &&`` moves it to.
+RUNS_APPLY_PATCH = re.compile(r"(?:^|[\s;&|(])(?:apply_patch|applypatch)\b")
+CD_FIRST = re.compile(r"""^\s*cd\s+('[^']*'|"[^"]*"|[^\s;&|'"]+)\s*&&""")
 PATH_KEYS = ("file_path", "path", "filePath", "notebook_path", "target_file")
 CLAUDE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 GEMINI_TOOLS = ("write_file", "replace")
@@ -142,20 +146,30 @@ def read_claude_code(payload: Payload) -> Edit | None:
 
 
 def read_codex(payload: Payload) -> Edit | None:
-    """``apply_patch``, its patch in ``tool_input.command``; a shell call that pipes a
-    patch to apply_patch is an edit too."""
+    """``apply_patch``, its patch in ``tool_input.command``; or ``Bash`` (Codex's name
+    for every shell tool in hooks) whose command runs apply_patch with a patch, which
+    Codex intercepts and applies itself: the patch's files, relative ones against the
+    ``cd DIR &&`` before it, the shell's ``workdir`` (``write_stdin``) or ``cwd``."""
     if payload.get("hook_event_name") != "PreToolUse":
         return None
     tool = text(payload.get("tool_name"))
-    given = payload.get("tool_input")
-    command = mapping(given).get("command") if isinstance(given, dict) else given
+    arguments = mapping(payload.get("tool_input"))
+    command = arguments.get("command")
     if isinstance(command, list):
         command = "\n".join(part for part in command if isinstance(part, str))
     patch = text(command)
-    if tool != "apply_patch" and "*** Begin Patch" not in patch:
+    base = base_of(payload.get("cwd"))
+    if tool == "Bash":
+        if "*** Begin Patch" not in patch or not RUNS_APPLY_PATCH.search(patch):
+            return None
+        base = base / text(arguments.get("workdir"))  # an absolute workdir replaces it
+        moved = CD_FIRST.match(patch)
+        if moved:
+            base = base / Path(moved.group(1).strip("'\"")).expanduser()
+    elif tool != "apply_patch":
         return None
     paths = patch_paths(patch)
-    return Edit(paths, base_of(payload.get("cwd")), tool=tool) if paths else None
+    return Edit(paths, base, tool=tool) if paths else None
 
 
 def read_gemini(payload: Payload) -> Edit | None:

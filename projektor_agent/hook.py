@@ -16,9 +16,10 @@ The verdict is the same for every CLI:
   is undone, the claims taken just now released, and the edit refused saying so.
 - Claude Code's ``PostToolUse``: progress, where the server counts it.
 - Outside a runner (no ``PROJEKTOR_SESSION``), a payload no adapter knows, a tool that
-  edits nothing: exit 0, nothing printed. The server unreachable, or the hook itself
-  failing: allowed with a warning on stderr (never a crash taken for a decision),
-  unless ``PROJEKTOR_STRICT=1``: then refused, the CLI's way.
+  edits nothing: exit 0, nothing printed. The server unreachable, the hook itself
+  failing, or its command line wrong (a harness it does not know, arguments it does not
+  take): allowed with a warning on stderr (never a crash taken for a decision), unless
+  ``PROJEKTOR_STRICT=1``: then refused, the CLI's way.
 """
 
 from __future__ import annotations
@@ -41,12 +42,48 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.action in ("install", "uninstall"):
-        return hook_install.main(args.action, args.target)
-    harness = harnesses.named(args.action)
-    if args.target:
-        raise UsageError(f"`projektor hook {harness.name}` takes no arguments (its input: stdin)")
+    action, extra = args.action or "", list(getattr(args, "target", None) or [])
+    if action in ("install", "uninstall"):
+        return hook_install.main(action, extra)  # a person's command: usage errors exit 2
+    harness = harnesses.HARNESSES.get(action)
+    if harness is None or extra:
+        return bad_command_line(harness, action, extra)
     return answer(harness, sys.stdin.buffer.read().decode("utf-8-sig", errors="replace"))
+
+
+def bad_command_line(harness: Harness | None, action: str, extra: list[str]) -> int:
+    """The CLI's configuration names no harness this command knows, or passes it
+    arguments: the hook's own error, never a refusal (exit 2 is one for Claude Code,
+    Codex and Gemini CLI). A warning, exit 0, nothing on stdout; under
+    ``PROJEKTOR_STRICT=1`` a refusal the harness's way, or a usage error (exit 2) when
+    the harness is unknown."""
+    if harness is None:
+        named = f"no agent CLI named {action!r}" if action else "no agent CLI named"
+        why = f"{named} (`projektor hook {'|'.join(harnesses.NAMES)}`)"
+    else:
+        why = (
+            f"`projektor hook {harness.name}` takes no arguments (its input: stdin), "
+            f"given {' '.join(extra)}"
+        )
+    drain_stdin()  # the CLI may still be writing its payload
+    strict = os.environ.get("PROJEKTOR_STRICT", "").strip().lower() in TRUE_WORDS
+    if strict and harness is None:
+        raise UsageError(f"{why}; the edit is blocked (PROJEKTOR_STRICT=1).")
+    verdict = fail_open(why, strict)
+    if verdict is None or harness is None:
+        return OK
+    try:
+        return harness.block(verdict)
+    except OSError:
+        return OK
+
+
+def drain_stdin() -> None:
+    """The payload read and dropped, so that the CLI never fails writing it; nothing
+    when a person runs the command at a terminal."""
+    with contextlib.suppress(OSError, ValueError):
+        if not sys.stdin.isatty():
+            sys.stdin.buffer.read()
 
 
 # --- the decision ------------------------------------------------------------------------

@@ -3,7 +3,7 @@ configuration file, merged in (what is there kept, ours never twice) and taken o
 (only ours).
 
     claude-code  .claude/settings.local.json   PreToolUse (edit tools), PostToolUse (any)
-    codex        .codex/hooks.json             PreToolUse on apply_patch, timeout in seconds
+    codex        .codex/hooks.json             PreToolUse on apply_patch|Bash, timeout in seconds
     gemini       .gemini/settings.json         hooks.BeforeTool on write_file|replace, in ms
     cursor       .cursor/hooks.json            {"version": 1, "hooks": {"preToolUse": […]}}
     copilot      .github/hooks/projektor.json  {"version": 1, "hooks": {"preToolUse": […]}}
@@ -57,7 +57,7 @@ TARGETS: dict[str, Target] = {
         Target(
             "codex",
             ".codex/hooks.json",
-            (("PreToolUse", "apply_patch"),),
+            (("PreToolUse", "apply_patch|Bash"),),  # Bash: a patch through the shell
             {"type": "command", "command": COMMAND, "timeout": TIMEOUT_SECONDS},
             note="Codex runs a new or changed hook only once you trust it: review it with "
             "/hooks in the CLI (unattended: `codex exec --dangerously-bypass-hook-trust …`); "
@@ -73,9 +73,11 @@ TARGETS: dict[str, Target] = {
                 "command": COMMAND,
                 "timeout": TIMEOUT_SECONDS * 1000,
             },
-            note="Gemini CLI reads .gemini/settings.json only in a folder you trust (trust "
-            "it, or its parent, once; unattended: `gemini --skip-trust …` or "
-            "GEMINI_CLI_TRUST_WORKSPACE=true), and warns once of a new or changed project hook.",
+            note="Gemini CLI reads .gemini/settings.json, and so runs this hook, only in a "
+            "folder trusted when it starts: trust it, or its parent, once (trustedFolders.json), "
+            "or start it with GEMINI_CLI_TRUST_WORKSPACE=true in its environment "
+            "(`env GEMINI_CLI_TRUST_WORKSPACE=true gemini …`); --skip-trust alone lets it run "
+            "but not read the folder's settings. It warns once of a new or changed project hook.",
         ),
         Target(
             "cursor",

@@ -206,3 +206,67 @@ def test_outside_a_runner_the_hook_does_nothing(api, work, harness):
     done = hook(harness, payload(harness, name, work["repo"]), outside, work["cwd"])
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert claimed(api, work["issue"]) == set()
+
+
+def codex_shell(worktree: Path, command: str, **tool_input: str) -> str:
+    """Codex's PreToolUse for a shell tool (exec_command, shell_command, write_stdin):
+    ``tool_name`` ``Bash`` whatever the tool, the command in ``tool_input.command``
+    (codex-rs/core/src/tools/hook_names.rs, handlers/unified_exec.rs)."""
+    return json.dumps(
+        {
+            "session_id": "019a5c2e-7d1f-7b30-9a41-5f2c8e0d4b17",
+            "cwd": str(worktree),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, **tool_input},
+            "tool_use_id": "call_sh3",
+        }
+    )
+
+
+UPDATE_APP = "*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch\n"
+
+
+def test_a_patch_codex_applies_from_a_shell_call_is_claimed_where_it_applies(api, work):
+    repo = work["repo"]
+    cd_first = f"cd src && apply_patch <<'EOF'\n{UPDATE_APP.format(path='app.py')}EOF\n"
+    done = hook("codex", codex_shell(repo, cd_first), work["env"], work["cwd"])
+    reason = refusal("codex", done)
+    assert reason is not None and "src/app.py is claimed by issue" in reason
+    typed = f"apply_patch <<'EOF'\n{UPDATE_APP.format(path='plan.md')}EOF\n"
+    (repo / "notes").mkdir(exist_ok=True)  # where the shell was started
+    done = hook(
+        "codex", codex_shell(repo, typed, workdir=str(repo / "notes")), work["env"], work["cwd"]
+    )
+    assert refusal("codex", done) is None and done.stderr == "", done.stderr
+    assert claimed(api, work["issue"]) == {"notes/plan.md"}
+    # A patch written to a file, not applied: the shell edits none of its files.
+    saved = f"cat > fix.patch <<'EOF'\n{UPDATE_APP.format(path='src/app.py')}EOF\n"
+    done = hook("codex", codex_shell(repo, saved), work["env"], work["cwd"])
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert claimed(api, work["issue"]) == {"notes/plan.md"}
+
+
+@pytest.mark.parametrize("harness", ("claude-code", *HARNESSES))
+def test_a_wrong_hook_command_line_is_a_warning_never_a_refusal_unless_strict(api, work, harness):
+    stdin = payload(harness, HELD[harness], work["repo"])
+
+    def run(env: dict) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "projektor_agent", "hook", harness, "extra"],
+            input=stdin,
+            cwd=work["cwd"],
+            env=clean_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    done = run(work["env"])
+    assert refusal(harness, done) is None and done.returncode == 0
+    assert done.stdout == "" and "warning:" in done.stderr and "takes no arguments" in done.stderr
+    assert claimed(api, work["issue"]) == set()
+    strict = run({**work["env"], "PROJEKTOR_STRICT": "1"})
+    reason = refusal(harness, strict)
+    assert reason is not None and "PROJEKTOR_STRICT=1" in reason
+    assert claimed(api, work["issue"]) == set()

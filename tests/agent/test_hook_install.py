@@ -72,7 +72,7 @@ FILES = {
 # (event, matcher) of our entries; None: the CLI lists its entries without groups.
 OURS = {
     "claude-code": [("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit"), ("PostToolUse", "*")],
-    "codex": [("PreToolUse", "apply_patch")],
+    "codex": [("PreToolUse", "apply_patch|Bash")],
     "gemini": [("BeforeTool", "write_file|replace")],
     "cursor": [("preToolUse", None)],
     "copilot": [("preToolUse", None)],
