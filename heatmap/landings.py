@@ -55,7 +55,8 @@ class Finished:
     entry with its commit, under the batch's fence. So a move is a fence among the landed
     entries (an entry without one is a move of its own), and a move is proved green by
     the commit its tester reported; one with an entry reported without a commit is
-    counted unproved (``red``), which the rule (invariant 21) says never happens."""
+    counted unproved (``red``), which invariant 21 (the default branch is always green)
+    says never happens."""
 
     landed: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
