@@ -118,3 +118,39 @@ def test_a_waiting_call_that_runs_out_counts_its_own_place_as_the_get_shows_it(
     assert (ran_out["available"], ran_out["waiting"]) == (0, 1)  # its own place in line
     assert api.get(f"{V1}/resources/db:test/").json()["waiting"] == 0  # left as it answered
     assert Event.objects.get(type="resource.refused").data["waiting"] == 1
+
+
+def test_a_repeat_acquire_of_the_same_session_answers_200_and_the_same_hold_unchanged(
+    api, workspace, db_test, make_session, issue
+):
+    a = make_session("a")
+    first = acquire(api, a, units=1)
+    assert first.status_code == 201
+    before = changes(workspace)
+    for body in ({}, {"units": 3, "issue": issue.pk}, {"units": 2, "wait": 5}):
+        again = acquire(api, a, **body)
+        assert again.status_code == 200, again.content
+        assert again.json() == first.json()  # its units, slots, issue and fence
+    assert changes(workspace) == before  # no new hold, no event
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"units": 0},
+        {"units": -1},
+        {"units": 4},  # over the capacity, 3
+        {"wait": -1},
+        {"wait": 61},
+        {"units": 4, "wait": 5},
+    ],
+)
+def test_bad_units_or_wait_are_a_400_that_changes_nothing(
+    api, workspace, db_test, make_session, body
+):
+    a, b = make_session("a"), make_session("b")
+    assert acquire(api, a).status_code == 201
+    before = changes(workspace)
+    refused = assert_error(acquire(api, b, **body), 400, "invalid")
+    assert set(body) & {*refused.get("errors", {}), refused.get("field")}, refused
+    assert changes(workspace) == before
