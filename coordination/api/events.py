@@ -35,11 +35,12 @@ from coordination.models import MAX_ID, Workspace
 from coordination.selectors import lookups
 
 LIST_DESCRIPTION = (
-    "The workspace's events with an id greater than `after`, in id order (invariant 12). "
-    "Pass the `next` of each answer as the next `after`: you see every event exactly once, "
-    "even though transactions commit out of order. With `wait`, a call that finds none "
-    "holds until one arrives (and answers at once) or the wait ends. `missed` is true when "
-    "events after `after` were already pruned; `next` then moves past them. Read-only."
+    "The workspace's events with an id greater than `after`, in id order "
+    "(invariant 12 (one event per change)). Pass the `next` of each answer as the next `after`: "
+    "you see every event exactly once, even though transactions commit out of order. With `wait`, "
+    "a call that finds none holds until one arrives (and answers at once) or the wait ends. "
+    "`missed` is true when events after `after` were already pruned; `next` then moves past them. "
+    "Read-only."
 )
 
 

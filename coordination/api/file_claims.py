@@ -35,8 +35,8 @@ from coordination.services import file_claims
     ),
     retrieve=extend_schema(
         summary="Get a file claim",
-        description="One claim, released or not (with its reason, invariant 7), and its "
-        "holder session and agent.",
+        description="One claim, released or not (with its reason, invariant 7 (release reasons)), "
+        "and its holder session and agent.",
     ),
 )
 class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
@@ -47,18 +47,18 @@ class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Claim files for an issue",
-        description="Claims every path for the issue, or none (invariant 5). Paths come "
-        "back normalised and sorted, literal after normalisation (invariant 6); a path "
-        "ending in `/` is a directory claim, holding everything under it, and a glob "
-        "(`*`, `?`, `[`) is a 400 (invariant 11). A path this issue holds already is kept; "
-        "an overlapping claim of a dead holder is reclaimed `expired` and listed in "
-        "`reclaimed` (invariant 4). A claim of another issue that overlaps a path (the same "
-        "path, a directory claim above it, or a claim under a requested directory) whose "
-        "holder is live, or that has no session, is a conflict: without `force` the whole "
-        "request is refused and every (path, holder) pair logged in /claim-conflicts/ at "
-        "the deeper path (invariant 8); with `force` the holders are released "
-        "`overridden`, listed in `overridden` and told by message. With `fence`, only "
-        "while that lease is the issue's current one.",
+        description="Claims every path for the issue, or none (invariant 5 (all-or-nothing)). "
+        "Paths come back normalised and sorted, literal after normalisation "
+        "(invariant 6 (paths are literal)); a path ending in `/` is a directory claim, holding "
+        "everything under it, and a glob (`*`, `?`, `[`) is a 400 (invariant 11 (overlap)). A "
+        "path this issue holds already is kept; an overlapping claim of a dead holder is "
+        "reclaimed `expired` and listed in `reclaimed` (invariant 4 (stale reclaim)). A claim of "
+        "another issue that overlaps a path (the same path, a directory claim above it, or a "
+        "claim under a requested directory) whose holder is live, or that has no session, is a "
+        "conflict: without `force` the whole request is refused and every (path, holder) pair "
+        "logged in /claim-conflicts/ at the deeper path (invariant 8 (append-only logs)); with "
+        "`force` the holders are released `overridden`, listed in `overridden` and told by "
+        "message. With `fence`, only while that lease is the issue's current one.",
         request=FileClaimInput,
         responses={
             201: ClaimedFilesSerializer,
@@ -86,10 +86,10 @@ class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Release file claims",
-        description="Releases the issue's claims as `released` (invariant 7): on `paths`, "
-        "or all of them without; with `session`, only that session's. A path releases the "
-        "claim spelled so (`src/api/` the directory claim, never the claims under it). "
-        "Paths the issue does not hold are ignored; `released` lists those that were.",
+        description="Releases the issue's claims as `released` (invariant 7 (release reasons)): on "
+        "`paths`, or all of them without; with `session`, only that session's. A path releases the "
+        "claim spelled so (`src/api/` the directory claim, never the claims under it). Paths the "
+        "issue does not hold are ignored; `released` lists those that were.",
         request=FileReleaseInput,
         responses={200: ReleasedFilesSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
     )
@@ -106,12 +106,12 @@ class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Check paths against the live claims",
-        description="Which of the paths (1-1000) a claim by this issue would be refused: "
-        "each (path, holder) pair where another issue's live claim, or a claim with no "
-        "session, overlaps the path (the path itself, a directory claim above it, or a claim "
-        "under a directory asked about; invariant 11). Read-only: it claims nothing, logs "
-        "no conflict and reclaims nothing. The pre-commit guard (GET /guard/pre-commit) "
-        "sends it every staged path.",
+        description="Which of the paths (1-1000) a claim by this issue would be refused: each "
+        "(path, holder) pair where another issue's live claim, or a claim with no session, "
+        "overlaps the path (the path itself, a directory claim above it, or a claim under a "
+        "directory asked about; invariant 11 (overlap)). Read-only: it claims nothing, logs no "
+        "conflict and reclaims nothing. The pre-commit guard (GET /guard/pre-commit) sends it "
+        "every staged path.",
         request=FileCheckInput,
         responses={200: FileCheckSerializer, **r.errors(r.ISSUE_NOT_FOUND)},
     )
@@ -128,9 +128,10 @@ class FileClaimViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary="List claim conflicts",
-        description="Every path a file claim was refused on (`forced=false`) or took by "
-        "force (`forced=true`), with both sides, newest first (invariant 5): append-only, "
-        "never updated or deleted (invariant 8). `issue` matches either side. Read-only.",
+        description="Every path a file claim was refused on (`forced=false`) or took by force "
+        "(`forced=true`), with both sides, newest first (invariant 5 (all-or-nothing)): "
+        "append-only, never updated or deleted (invariant 8 (append-only logs)). `issue` matches "
+        "either side. Read-only.",
     ),
 )
 class ClaimConflictViewSet(FilteredListViewSet):

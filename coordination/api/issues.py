@@ -29,8 +29,8 @@ from coordination.services import access, leases, projects, workflow
     ),
     retrieve=extend_schema(
         summary="Get a project",
-        description="One project, with its WIP cap (invariant 3) and its primary worktree "
-        "(invariant 10).",
+        description="One project, with its WIP cap (invariant 3 (the WIP cap)) and its primary "
+        "worktree (invariant 10 (lock mode per run)).",
     ),
 )
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceViewSet):
@@ -39,10 +39,10 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
 
     @extend_schema(
         summary="Create a project",
-        description="`agent_wip_limit` (default 3) caps the project's leases whose holder "
-        "is live (invariant 3); `primary_worktree` is where a run that needs a filesystem "
-        "locks when neither the issue nor the agent names a worktree (invariant 10). A "
-        "taken key is a 400 naming `key`.",
+        description="`agent_wip_limit` (default 3) caps the project's leases whose holder is live "
+        "(invariant 3 (the WIP cap)); `primary_worktree` is where a run that needs a filesystem "
+        "locks when neither the issue nor the agent names a worktree "
+        "(invariant 10 (lock mode per run)). A taken key is a 400 naming `key`.",
         request=s.ProjectInput,
         responses={201: s.ProjectSerializer},
     )
@@ -55,7 +55,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
     @extend_schema(
         summary="Update a project",
         description="Changes the given fields only. A new WIP limit admits or refuses the "
-        "next claims (invariant 3); leases held already are kept.",
+        "next claims (invariant 3 (the WIP cap)); leases held already are kept.",
         request=s.ProjectInput,
         responses=s.ProjectSerializer,
         examples=[
@@ -82,7 +82,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Workspace
     retrieve=extend_schema(
         summary="Get an issue",
         description="With its unreleased lease, if any, and whether its holder is live "
-        "(invariant 1), and its completion report.",
+        "(invariant 1 (liveness)), and its completion report.",
     ),
 )
 class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
@@ -98,14 +98,14 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     @extend_schema(
         tags=["Work"],
         summary="List the ready queue",
-        description="What to pick next: issues in `todo` that meet the definition of ready "
-        "and have no live lease, urgent first (priority 1, 2, 3, 4, then 0), oldest first "
-        "within a priority; a blocked issue is never ready (invariant 16). Each issue names "
-        "its `collisions`: its expected `paths` that another issue's live claim holds now; "
-        "within a priority the issues without any come first (`avoid_collisions=false`: "
-        "the plain order), and `free=true` lists only those. With `include_not_ready=true` "
-        "the other open issues without a live lease follow, each with what it lacks in "
-        "`missing` (`blockers` while blocked). Read-only.",
+        description="What to pick next: issues in `todo` that meet the definition of ready and "
+        "have no live lease, urgent first (priority 1, 2, 3, 4, then 0), oldest first within a "
+        "priority; a blocked issue is never ready (invariant 16 (the work graph)). Each issue "
+        "names its `collisions`: its expected `paths` that another issue's live claim holds now; "
+        "within a priority the issues without any come first (`avoid_collisions=false`: the plain "
+        "order), and `free=true` lists only those. With `include_not_ready=true` the other open "
+        "issues without a live lease follow, each with what it lacks in `missing` (`blockers` "
+        "while blocked). Read-only.",
         parameters=[s.ReadyQuery],
         responses=s.QueuedIssueSerializer(many=True),
     )
@@ -129,7 +129,7 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         description="A new issue starts in `backlog`, or in `todo` when asked and it meets "
         "the definition of ready (GET /workflow/). `project`, `worktree` and `assignee` "
         "name rows of this workspace by key, slug and name: another workspace's are "
-        "unknown here, a 400 naming the field (invariant 9).",
+        "unknown here, a 400 naming the field (invariant 9 (workspace isolation)).",
         request=s.IssueInput,
         responses={201: s.IssueSerializer, **r.errors(r.NOT_READY, r.NEW_ISSUE_STATUS)},
         examples=[
@@ -162,13 +162,13 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Move an issue through the workflow",
-        description="Moves the issue to `to` if GET /workflow/ allows it: entering `todo` "
-        "checks the definition of ready; `in_review → done` is a human gate (an API key "
-        "gets 403); entering `in_review` or `done` needs a completion report if the issue "
-        "was ever leased, given now or before. A report is kept on the issue and posted to "
-        "`issue:<id>`. Closing (`done`, `cancelled`) releases the issue's lease and file "
-        "claims `issue_closed` (invariant 7); a closed issue can be neither leased nor "
-        "claimed on until it is reopened.",
+        description="Moves the issue to `to` if GET /workflow/ allows it: entering `todo` checks "
+        "the definition of ready; `in_review → done` is a human gate (an API key gets 403); "
+        "entering `in_review` or `done` needs a completion report if the issue was ever leased, "
+        "given now or before. A report is kept on the issue and posted to `issue:<id>`. Closing "
+        "(`done`, `cancelled`) releases the issue's lease and file claims `issue_closed` "
+        "(invariant 7 (release reasons)); a closed issue can be neither leased nor claimed on "
+        "until it is reopened.",
         request=s.TransitionInput,
         responses={
             200: s.IssueSerializer,
@@ -198,12 +198,13 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     @extend_schema(
         tags=["Leases"],
         summary="Claim an issue (take its lease)",
-        description="Takes the issue's exclusive lease for a live session: one unreleased "
-        "lease per issue (invariant 2), admitted only while the project's leases with a "
-        "live holder are under its WIP cap, a refusal being logged in /wip-cap-denials/ "
-        "(invariants 3 and 8). A dead holder's lease is reclaimed `expired` in the same call "
-        "(invariant 4). Keep the lease's `fence`: release, file claims and finish_work take "
-        "it back, and refuse once the lease is no longer this one.",
+        description="Takes the issue's exclusive lease for a live session: one unreleased lease "
+        "per issue (invariant 2 (one live lease per issue)), admitted only while the project's "
+        "leases with a live holder are under its WIP cap, a refusal being logged in "
+        "/wip-cap-denials/ (invariants 3 (the WIP cap) and 8 (append-only logs)). A dead holder's "
+        "lease is reclaimed `expired` in the same call (invariant 4 (stale reclaim)). Keep the "
+        "lease's `fence`: release, file claims and finish_work take it back, and refuse once the "
+        "lease is no longer this one.",
         request=s.SessionRefInput,
         responses={
             201: OpenApiResponse(s.LeaseSerializer, description="A new lease."),
@@ -226,9 +227,10 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         tags=["Leases"],
         summary="Release an issue's lease",
         description="Releases this session's unreleased lease on the issue as `released` "
-        "(invariant 7); its file claims stay (release them with /file-claims/release/). "
-        "With `fence`, only the lease of that fence, in one compare-and-set: a holder whose "
-        "lease was reclaimed meanwhile gets `stale_fence` and changes nothing.",
+        "(invariant 7 (release reasons)); its file claims stay (release them with "
+        "/file-claims/release/). With `fence`, only the lease of that fence, in one "
+        "compare-and-set: a holder whose lease was reclaimed meanwhile gets `stale_fence` and "
+        "changes nothing.",
         request=s.LeaseReleaseInput,
         responses={200: s.LeaseSerializer, **r.errors(r.LEASE_NOT_HELD, r.STALE_FENCE)},
         examples=[
@@ -253,13 +255,13 @@ class IssueViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     list=extend_schema(
         summary="List leases",
         description="Newest first. `active=true` keeps the unreleased ones. A lease's `live` "
-        "is its holder session's (invariant 1): a lease has no expiry of its own, and a "
-        "dead holder's is reclaimed by the next claimer (invariant 4). Read-only.",
+        "is its holder session's (invariant 1 (liveness)): a lease has no expiry of its own, and a "
+        "dead holder's is reclaimed by the next claimer (invariant 4 (stale reclaim)). Read-only.",
     ),
     retrieve=extend_schema(
         summary="Get a lease",
         description="One lease, released or not, with its fence and whether its holder is "
-        "live now (invariant 1).",
+        "live now (invariant 1 (liveness)).",
     ),
 )
 class LeaseViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
@@ -273,9 +275,9 @@ class LeaseViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary="List WIP-cap denials",
-        description="Every claim the WIP cap refused (invariant 3), newest first: "
-        "append-only, never updated or deleted (invariant 8). A refused start_work is "
-        "logged naming the agent and no session. Read-only.",
+        description="Every claim the WIP cap refused (invariant 3 (the WIP cap)), newest first: "
+        "append-only, never updated or deleted (invariant 8 (append-only logs)). A refused "
+        "start_work is logged naming the agent and no session. Read-only.",
     ),
 )
 class WipCapDenialViewSet(FilteredListViewSet):

@@ -47,7 +47,7 @@ class KeyViewSet(FilteredListViewSet):
         summary="Who am I",
         description="The key this request authenticated with: its kind, the agent it acts "
         "as (an agent key) and whether it may force, its workspace and when it expires "
-        "(invariant 13). Any key may ask. Read-only.",
+        "(invariant 13 (the key is the actor)). Any key may ask. Read-only.",
         responses=MyKeySerializer,
     )
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)

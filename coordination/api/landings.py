@@ -51,7 +51,7 @@ class LandingViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
         summary="Queue a branch to land",
         description="Under the issue's live lease, held by `session` with `fence`: the entry "
         "keeps the issue's claimed paths, and is landable while that lease is the issue's "
-        "live one (invariant 21). One open entry per issue.",
+        "live one (invariant 21 (the default branch is always green)). One open entry per issue.",
         request=QueueInput,
         responses={
             201: LandingSerializer,

@@ -28,13 +28,12 @@ class IssueLinksView(APIView):
     @extend_schema(
         tags=["Projects and issues"],
         summary="Link two issues",
-        description="This issue *type* target: `blocks` (the target cannot be started "
-        "until this issue is done or cancelled), `parent_of` (a child has one parent), "
-        "`relates_to`, `discovered_from`. Linking again answers the link that exists "
-        "(200). A `blocks` or `parent_of` link that would close a cycle is 409 "
-        "`dependency_cycle` naming it, under any concurrency (invariant 16); a link of an "
-        "issue to itself or of an unknown type is 400; either issue unknown in this "
-        "workspace is 404.",
+        description="This issue *type* target: `blocks` (the target cannot be started until this "
+        "issue is done or cancelled), `parent_of` (a child has one parent), `relates_to`, "
+        "`discovered_from`. Linking again answers the link that exists (200). A `blocks` or "
+        "`parent_of` link that would close a cycle is 409 `dependency_cycle` naming it, under any "
+        "concurrency (invariant 16 (the work graph)); a link of an issue to itself or of an "
+        "unknown type is 400; either issue unknown in this workspace is 404.",
         request=LinkInput,
         responses={
             201: LinkSerializer,

@@ -31,11 +31,11 @@ class MessageViewSet(FilteredListViewSet):
 
     @extend_schema(
         summary="Post a message",
-        description="Posts `body` to a scope of this workspace: `issue:<id>`, "
-        "`agent:<name>` or `project:<key>`; an unknown target or session is a 400 naming the "
-        "field (invariant 9). Signed by `session` and its agent; with an agent key, by the "
-        "key's agent, whose session it must be if one is given (invariant 13). Changes "
-        "nothing else.",
+        description="Posts `body` to a scope of this workspace: `issue:<id>`, `agent:<name>` or "
+        "`project:<key>`; an unknown target or session is a 400 naming the field "
+        "(invariant 9 (workspace isolation)). Signed by `session` and its agent; with an agent "
+        "key, by the key's agent, whose session it must be if one is given "
+        "(invariant 13 (the key is the actor)). Changes nothing else.",
         request=MessageInput,
         responses={201: MessageSerializer},
     )

@@ -53,7 +53,7 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
     @extend_schema(
         summary="Create a resource",
         description="A named thing agents share that no path names, with `capacity` units "
-        "(invariant 20). The name is unique in the workspace.",
+        "(invariant 20 (resources are counted)). The name is unique in the workspace.",
         request=ResourceInput,
         responses={201: ResourceSerializer},
     )
@@ -76,12 +76,12 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Acquire units of a resource",
-        description="Takes `units` for a live session, each a distinct slot in "
-        "`0..capacity-1`, lowest first (invariant 20). A dead session's units are taken back "
-        "`expired` in this call when this grant needs them (invariant 4). With `wait`, waits "
-        "up to that many seconds in the resource's line: first come, first served; a later "
-        "call gets nothing while an earlier live one waits. A session that holds units of "
-        "it already gets that hold back, unchanged (200).",
+        description="Takes `units` for a live session, each a distinct slot in `0..capacity-1`, "
+        "lowest first (invariant 20 (resources are counted)). A dead session's units are taken "
+        "back `expired` in this call when this grant needs them (invariant 4 (stale reclaim)). "
+        "With `wait`, waits up to that many seconds in the resource's line: first come, first "
+        "served; a later call gets nothing while an earlier live one waits. A session that holds "
+        "units of it already gets that hold back, unchanged (200).",
         request=AcquireInput,
         responses={
             201: HoldSerializer,
@@ -105,7 +105,8 @@ class ResourceViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Release a session's hold of a resource",
-        description="Released `released` (invariant 7); with `fence`, only while it is the hold's.",
+        description="Released `released` (invariant 7 (release reasons)); with `fence`, only while "
+        "it is the hold's.",
         request=HoldReleaseInput,
         responses={
             200: HoldSerializer,

@@ -26,8 +26,8 @@ from coordination.services.runs import dispatch_run, finish_run
 @extend_schema_view(
     list=extend_schema(
         summary="List worktrees",
-        description="The workspace's checkouts that runs lock (invariant 10), ordered by "
-        "slug. Read-only.",
+        description="The workspace's checkouts that runs lock (invariant 10 (lock mode per run)), "
+        "ordered by slug. Read-only.",
     ),
 )
 class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
@@ -37,7 +37,7 @@ class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
     @extend_schema(
         summary="Create a worktree",
         description="Records a checkout that runs can lock: issues, agents and projects "
-        "name it by slug (invariant 10). A taken or malformed slug is a 400.",
+        "name it by slug (invariant 10 (lock mode per run)). A taken or malformed slug is a 400.",
         request=WorktreeInput,
         responses={201: WorktreeSerializer},
     )
@@ -53,13 +53,13 @@ class WorktreeViewSet(mixins.ListModelMixin, WorkspaceViewSet):
     list=extend_schema(
         summary="List runs",
         description="Newest first. A run whose session died stays `running` but is not "
-        "`live` (invariant 1); `error` filters by why a run was skipped or cancelled. "
+        "`live` (invariant 1 (liveness)); `error` filters by why a run was skipped or cancelled. "
         "Read-only.",
     ),
     retrieve=extend_schema(
         summary="Get a run",
-        description="One run: its lock mode and worktree (invariant 10), the fence of its "
-        "lock, its status, and whether its session is live now.",
+        description="One run: its lock mode and worktree (invariant 10 (lock mode per run)), the "
+        "fence of its lock, its status, and whether its session is live now.",
     ),
 )
 class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
@@ -70,15 +70,16 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Dispatch a run",
-        description="Starts a run of the issue for a live session. The issue's lease is "
-        "taken first if the session lacks it, with the claim's own refusals (invariants "
-        "2-4). Then the lock mode is resolved (invariant 10): `exclusive` on the issue's "
-        "worktree, else, if the issue needs a filesystem, on the agent's, else on the "
-        "project's primary one; else `none`. With `primary_worktree: true`, exclusive on "
-        "the project's primary worktree (400 if it has none). One live run per worktree: a "
-        "lock held by a dead run is reclaimed `expired`. Both failures are recorded as "
-        "runs: a busy worktree keeps the lease and records the run `cancelled` (409), an "
-        "unresolved one releases the lease and records it `skipped` (422).",
+        description="Starts a run of the issue for a live session. The issue's lease is taken "
+        "first if the session lacks it, with the claim's own refusals "
+        "(invariants 2 (one live lease per issue), 3 (the WIP cap) and 4 (stale reclaim)). Then "
+        "the lock mode is resolved (invariant 10 (lock mode per run)): `exclusive` on the issue's "
+        "worktree, else, if the issue needs a filesystem, on the agent's, else on the project's "
+        "primary one; else `none`. With `primary_worktree: true`, exclusive on the project's "
+        "primary worktree (400 if it has none). One live run per worktree: a lock held by a dead "
+        "run is reclaimed `expired`. Both failures are recorded as runs: a busy worktree keeps the "
+        "lease and records the run `cancelled` (409), an unresolved one releases the lease and "
+        "records it `skipped` (422).",
         request=RunDispatchInput,
         responses={
             201: RunSerializer,
@@ -105,11 +106,11 @@ class RunViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Finish a run",
-        description="Ends a running run with `outcome` and releases its worktree lock "
-        "`released` (invariant 7), in one compare-and-set: of two finishers, the second "
-        "gets `run_not_running`. With `fence` (the run's lock fence), only while that lock "
-        "is unreleased: a lock reclaimed meanwhile refuses with `stale_fence` and the run "
-        "stays as it was. The issue's lease is kept.",
+        description="Ends a running run with `outcome` and releases its worktree lock `released` "
+        "(invariant 7 (release reasons)), in one compare-and-set: of two finishers, the second "
+        "gets `run_not_running`. With `fence` (the run's lock fence), only while that lock is "
+        "unreleased: a lock reclaimed meanwhile refuses with `stale_fence` and the run stays as it "
+        "was. The issue's lease is kept.",
         request=RunFinishInput,
         responses={200: RunSerializer, **r.errors(r.RUN_NOT_RUNNING, r.STALE_LOCK_FENCE)},
         examples=[

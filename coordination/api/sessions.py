@@ -25,15 +25,16 @@ from coordination.services import access, agents
 @extend_schema_view(
     list=extend_schema(
         summary="List sessions",
-        description="The workspace's sessions, newest first. `live=true` keeps those whose "
-        "last heartbeat is younger than the TTL, judged now by the database's clock "
-        "(invariant 1); `stalled=true` those live with no progress for "
-        "`PROJEKTOR_STALL_AFTER_SECONDS` (invariant 17); `agent` and `role` match exactly. "
-        "Read-only.",
+        description="The workspace's sessions, newest first. `live=true` keeps those whose last "
+        "heartbeat is younger than the TTL, judged now by the database's clock "
+        "(invariant 1 (liveness)); `stalled=true` those live with no progress for "
+        "`PROJEKTOR_STALL_AFTER_SECONDS` (invariant 17 (stalled is derived)); `agent` and `role` "
+        "match exactly. Read-only.",
     ),
     retrieve=extend_schema(
         summary="Get a session",
-        description="One session, with its agent and whether it is live now (invariant 1).",
+        description="One session, with its agent and whether it is live now "
+        "(invariant 1 (liveness)).",
     ),
 )
 class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
@@ -44,12 +45,12 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Register an agent session",
-        description="Opens a new session for `agent`, live from now (invariant 1): keep its "
-        "`id` and heartbeat it well within the TTL. A known agent name reuses the agent "
-        "(its role and department updated when given); `worktree` binds the agent to that "
-        "worktree, where its runs lock when the issue names none (invariant 10). With an "
-        "agent key, `agent` may be omitted (the key's agent) and another name is 403; the "
-        "session records the key that opened it (invariant 13).",
+        description="Opens a new session for `agent`, live from now (invariant 1 (liveness)): keep "
+        "its `id` and heartbeat it well within the TTL. A known agent name reuses the agent (its "
+        "role and department updated when given); `worktree` binds the agent to that worktree, "
+        "where its runs lock when the issue names none (invariant 10 (lock mode per run)). With an "
+        "agent key, `agent` may be omitted (the key's agent) and another name is 403; the session "
+        "records the key that opened it (invariant 13 (the key is the actor)).",
         request=SessionRegisterInput,
         responses={201: SessionSerializer},
     )
@@ -68,9 +69,9 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Heartbeat a session",
-        description="Sets `last_heartbeat_at` to the database's clock, so the session is "
-        "live for another TTL (invariant 1) and keeps what it holds. A lapsed session is "
-        "revived; what was reclaimed from it meanwhile stays lost (invariant 4).",
+        description="Sets `last_heartbeat_at` to the database's clock, so the session is live for "
+        "another TTL (invariant 1 (liveness)) and keeps what it holds. A lapsed session is "
+        "revived; what was reclaimed from it meanwhile stays lost (invariant 4 (stale reclaim)).",
         request=None,
         responses={200: SessionSerializer, **errors(SESSION_ENDED)},
     )
@@ -86,10 +87,10 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="Report progress",
-        description="The session's work moved: sets `last_progress_at` to the database's "
-        "clock (and the `note`, shown on the agent's page), so it is not stalled "
-        "(invariant 17). Every change the session makes does so too; a heartbeat never "
-        "does, and progress never revives a lapsed session.",
+        description="The session's work moved: sets `last_progress_at` to the database's clock "
+        "(and the `note`, shown on the agent's page), so it is not stalled "
+        "(invariant 17 (stalled is derived)). Every change the session makes does so too; a "
+        "heartbeat never does, and progress never revives a lapsed session.",
         request=ProgressInput,
         responses={200: SessionSerializer, **errors(SESSION_ENDED)},
     )
@@ -105,9 +106,9 @@ class SessionViewSet(mixins.RetrieveModelMixin, FilteredListViewSet):
 
     @extend_schema(
         summary="End a session",
-        description="A clean exit: the session ends, its leases, file claims and worktree "
-        "locks are released `agent_ended` (invariant 7) and its running runs cancelled. "
-        "Ending twice is harmless. A session that just stops heartbeating is not ended: "
+        description="A clean exit: the session ends, its leases, file claims and worktree locks "
+        "are released `agent_ended` (invariant 7 (release reasons)) and its running runs "
+        "cancelled. Ending twice is harmless. A session that just stops heartbeating is not ended: "
         "what it holds is reclaimed `expired` by the next claimer instead.",
         request=None,
         responses=SessionSerializer,

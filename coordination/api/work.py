@@ -24,14 +24,15 @@ class StartWorkView(APIView):
     @extend_schema(
         tags=["Work"],
         summary="Start work on an issue",
-        description="In one transaction: registers a session for `agent`, takes the issue's "
-        "lease (invariants 2-4), claims `paths` for it, moves a `todo` issue to "
-        "`in_progress` and posts `<agent> started work on issue <id>.` to `issue:<id>`. "
-        "All or nothing (invariant 5): on any refusal no session, lease or claim is left; "
-        "a WIP denial or the conflict rows are still logged, naming the agent (invariant "
-        "8). Keep `session.id` and heartbeat it within the TTL (invariant 1); keep "
-        "`lease.fence` for finish_work. With an agent key, `agent` may be omitted (the "
-        "key's agent) and another name is 403 (invariant 13).",
+        description="In one transaction: registers a session for `agent`, takes the issue's lease "
+        "(invariants 2 (one live lease per issue), 3 (the WIP cap) and 4 (stale reclaim)), claims "
+        "`paths` for it, moves a `todo` issue to `in_progress` and posts `<agent> started work on "
+        "issue <id>.` to `issue:<id>`. All or nothing (invariant 5 (all-or-nothing)): on any "
+        "refusal no session, lease or claim is left; a WIP denial or the conflict rows are still "
+        "logged, naming the agent (invariant 8 (append-only logs)). Keep `session.id` and "
+        "heartbeat it within the TTL (invariant 1 (liveness)); keep `lease.fence` for "
+        "finish_work. With an agent key, `agent` may be omitted (the key's agent) and another "
+        "name is 403 (invariant 13 (the key is the actor)).",
         request=StartWorkInput,
         responses={
             201: StartedSerializer,
@@ -66,11 +67,11 @@ class FinishWorkView(APIView):
         tags=["Work"],
         summary="Finish work on an issue",
         description="In one transaction: moves the issue to `to` (default `in_review`; the "
-        "workflow's rules apply, and an issue that was leased needs a `report`, given now "
-        "or before), releases this session's file claims on it and its lease `released`, "
-        "and ends the session, anything else it holds being released `agent_ended` "
-        "(invariant 7). With `fence`, only while that lease is the issue's current one: "
-        "otherwise `stale_fence` and nothing changes.",
+        "workflow's rules apply, and an issue that was leased needs a `report`, given now or "
+        "before), releases this session's file claims on it and its lease `released`, and ends the "
+        "session, anything else it holds being released `agent_ended` "
+        "(invariant 7 (release reasons)). With `fence`, only while that lease is the issue's "
+        "current one: otherwise `stale_fence` and nothing changes.",
         request=FinishWorkInput,
         responses={
             200: FinishedSerializer,

@@ -94,11 +94,14 @@ def fleet_metrics() -> list[Metric]:
     )
 
     sessions_family = GaugeMetricFamily(
-        "projektor_live_sessions", "Live agent sessions (invariant 1).", labels=["workspace"]
+        "projektor_live_sessions",
+        "Live agent sessions (invariant 1 (liveness)).",
+        labels=["workspace"],
     )
     stalled_family = GaugeMetricFamily(
         "projektor_stalled_sessions",
-        "Live sessions with no progress for PROJEKTOR_STALL_AFTER_SECONDS (invariant 17).",
+        "Live sessions with no progress for PROJEKTOR_STALL_AFTER_SECONDS "
+        "(invariant 17 (stalled is derived)).",
         labels=["workspace"],
     )
     release_counts: dict[tuple[int, str], int] = defaultdict(int)
@@ -223,7 +226,8 @@ def resource_metrics(slugs: dict[int, str]) -> list[Metric]:
     )
     in_use_family = GaugeMetricFamily(
         "projektor_resource_units_in_use",
-        "Units of a resource in live holds (invariant 20); a dead session's are not.",
+        "Units of a resource in live holds (invariant 20 (resources are counted)); a dead "
+        "session's are not.",
         labels=labels,
     )
     waiting_family = GaugeMetricFamily(

@@ -49,7 +49,8 @@ CSRF_FAILED = answer(
 ID_NOT_FOUND = answer(
     404,
     "not_found",
-    "the `{id}` is not in this workspace: another workspace's rows answer as absent (invariant 9)",
+    "the `{id}` is not in this workspace: another workspace's rows answer as absent "
+    "(invariant 9 (workspace isolation))",
     "Not found.",
     variant="id",
 )

@@ -99,9 +99,9 @@ SPECTACULAR_SETTINGS = {
         },
         {
             "name": "Sessions",
-            "description": "An agent's presence. A session is live while its last "
-            "heartbeat is younger than the TTL (invariant 1); what it holds (leases, file "
-            "claims, worktree locks) is held only while it is live.",
+            "description": "An agent's presence. A session is live while its last heartbeat is "
+            "younger than the TTL (invariant 1 (liveness)); what it holds (leases, file claims, "
+            "worktree locks) is held only while it is live.",
         },
         {
             "name": "Projects and issues",
@@ -111,15 +111,17 @@ SPECTACULAR_SETTINGS = {
         {
             "name": "Leases",
             "description": "Exclusive ownership of an issue by one live session "
-            "(invariant 2), admitted by the project's WIP cap (invariant 3); a dead "
-            "holder's lease is reclaimed by the next claimer (invariant 4). A lease's "
-            "`fence` lets its holder act only while the lease is still its own.",
+            "(invariant 2 (one live lease per issue)), admitted by the project's WIP cap "
+            "(invariant 3 (the WIP cap)); a dead holder's lease is reclaimed by the next claimer "
+            "(invariant 4 (stale reclaim)). A lease's `fence` lets its holder act only while the "
+            "lease is still its own.",
         },
         {
             "name": "File claims",
-            "description": "Claims on file paths for an issue, all or nothing: a path is "
-            "held by one issue at a time, and paths are literal after normalisation "
-            "(invariants 4-6). The check and the pre-commit guard read them.",
+            "description": "Claims on file paths for an issue, all or nothing: a path is held by "
+            "one issue at a time, and paths are literal after normalisation "
+            "(invariants 4 (stale reclaim), 5 (all-or-nothing) and 6 (paths are literal)). The "
+            "check and the pre-commit guard read them.",
         },
         {
             "name": "Messages",
@@ -130,19 +132,21 @@ SPECTACULAR_SETTINGS = {
             "name": "Resources",
             "description": "Counted holds on what no path names (a test database, a pool "
             "of ports, the migration head): units with slot numbers, live as a lease is, "
-            "waited for in order of arrival (invariant 20).",
+            "waited for in order of arrival (invariant 20 (resources are counted)).",
         },
         {
             "name": "Landings",
             "description": "The landing queue: branches queued under their lease, tested in "
-            "batches of entries whose paths do not overlap by runners that run git and the "
-            "check; the default branch only moves to a tree that passed (invariant 21).",
+            "batches of entries whose paths do not overlap by runners that run git and the check; "
+            "the default branch only moves to a tree that passed "
+            "(invariant 21 (the default branch is always green)).",
         },
         {
             "name": "Events",
             "description": "The log of everything that happened, in commit order: read it by "
-            "cursor (`after`, then each answer's `next`), wait for what comes next (`wait`), "
-            "or stream it (Server-Sent Events). Never misses an event (invariant 12).",
+            "cursor (`after`, then each answer's `next`), wait for what comes next (`wait`), or "
+            "stream it (Server-Sent Events). Never misses an event "
+            "(invariant 12 (one event per change)).",
         },
         {
             "name": "Webhooks",
@@ -152,19 +156,19 @@ SPECTACULAR_SETTINGS = {
         },
         {
             "name": "Keys",
-            "description": "Who is calling, and (fleet keys) minting, listing and revoking "
-            "keys: fleet keys act for any agent, agent keys as one agent only, read keys "
-            "only read (invariant 13). A revoked or expired key is 401 at once.",
+            "description": "Who is calling, and (fleet keys) minting, listing and revoking keys: "
+            "fleet keys act for any agent, agent keys as one agent only, read keys only read "
+            "(invariant 13 (the key is the actor)). A revoked or expired key is 401 at once.",
         },
         {
             "name": "Worktrees and runs",
             "description": "Checkouts, and the runs of issues on them: a run that needs "
-            "a filesystem locks one worktree exclusively (invariant 10).",
+            "a filesystem locks one worktree exclusively (invariant 10 (lock mode per run)).",
         },
         {
             "name": "Contention logs",
-            "description": "The refused claims, append-only (invariant 8): file conflicts "
-            "and WIP-cap denials.",
+            "description": "The refused claims, append-only (invariant 8 (append-only logs)): file "
+            "conflicts and WIP-cap denials.",
         },
         {
             "name": "Heatmap",

@@ -52,8 +52,9 @@ def path_list(**kwargs: Any) -> serializers.ListField:
 class FileClaimInput(SharedInputFields, serializers.Serializer):
     issue = IdField()
     paths = path_list(
-        help_text="Relative paths, literal after normalisation (invariant 6); one ending in "
-        "`/` claims the directory and everything under it (invariant 11). No globs."
+        help_text="Relative paths, literal after normalisation (invariant 6 (paths are literal)); "
+        "one ending in `/` claims the directory and everything under it (invariant 11 (overlap)). "
+        "No globs."
     )
     session = IdField(
         required=False,

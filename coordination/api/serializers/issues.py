@@ -34,7 +34,7 @@ class IssueInput(serializers.Serializer):
     )
     priority = StrictChoiceField(choices=Issue.Priority.choices, required=False)
     requires_filesystem = StrictBooleanField(
-        required=False, help_text="A run of it needs a worktree (invariant 10)."
+        required=False, help_text="A run of it needs a worktree (invariant 10 (lock mode per run))."
     )
     worktree = SlugRefField(
         required=False, allow_null=True, help_text="A worktree's slug: its runs lock that one."

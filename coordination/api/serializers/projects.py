@@ -28,7 +28,8 @@ class ProjectInput(serializers.Serializer):
         min_value=1,
         max_value=100_000,
         required=False,
-        help_text="The most live leases its issues may have at once (default 3, invariant 3).",
+        help_text="The most live leases its issues may have at once (default 3, "
+        "invariant 3 (the WIP cap)).",
     )
     max_lease_age_seconds = serializers.IntegerField(
         min_value=1,
@@ -36,7 +37,7 @@ class ProjectInput(serializers.Serializer):
         allow_null=True,
         help_text="The age cap of a lease, in seconds from its grant: past it the lease is "
         "not live whatever its holder's heartbeats, and the next claimer releases it "
-        "`max_age` (invariant 17). Null (the default): no cap.",
+        "`max_age` (invariant 17 (stalled is derived)). Null (the default): no cap.",
     )
     primary_worktree = SlugRefField(
         required=False,
