@@ -112,15 +112,17 @@ def run_scaling(
     settings_dict: dict[str, Any],
     progress: Progress,
     keep: Path | None = None,
+    conditions: tuple[str, ...] = scaling.SCALED,
 ) -> dict[str, Any]:
-    """The claims condition at each runner count in ``counts``, over one plan of
-    ``settings.issues`` issues (``scaling.plan_issues`` gives a wide enough one)."""
+    """Each of ``conditions`` (claims and queue) at each runner count in ``counts``,
+    over one plan of ``settings.issues`` issues (``scaling.plan_issues`` gives a wide
+    enough one)."""
     with scratch(keep) as where:
         databases = Databases(settings_dict, where)
         try:
             progress("migrating the template database")
             databases.template()
-            return scaling.run(settings, counts, databases, where, progress)
+            return scaling.run(settings, counts, databases, where, progress, conditions)
         finally:
             databases.drop()
 

@@ -1,16 +1,18 @@
 """Does the fleet scale? (``bench_fleet --scaling 1,4,8,16``)
 
-The claims condition at each runner count, over one plan wide enough for the
-largest (``4 ×`` its runners issues at least: the same generator, so the same
-ingredients, hot files, ``blocks`` links and crashes, only more of them), each count
-on a fresh database, repository and gunicorn. Per count: issues per minute, the
-speed-up over the fewest runners, the CPU the runners (their own, and their agents,
-hooks and git), the server and the machine spent over the run, and the plan's critical
-path (its longest chain of ``blocks`` links, in seconds of scripted work): a plan whose
-critical path is most of a run cannot go faster with more runners. The claims
-condition checks each landing again after its rebase, one at a time: the command runs
-the scaling with a check of 0 seconds unless told otherwise (``--check-seconds``), so
-that the runners, not the check, are measured.
+The claims and queue conditions at each runner count (``--condition`` chooses), over one
+plan wide enough for the largest (``4 ×`` its runners issues at least: the same
+generator, so the same ingredients, hot files, ``blocks`` links and crashes, only more
+of them), each count on a fresh database, repository and gunicorn. Per condition and
+count: issues per minute, the speed-up over its fewest runners, the CPU the runners
+(their own, and their agents, hooks and git), the server and the machine spent over the
+run, and the plan's critical path (its longest chain of ``blocks`` links, in seconds of
+scripted work): a plan whose critical path is most of a run cannot go faster with more
+runners. Issues per core-minute (issues done for each minute of CPU the runners and the
+server spent) is the figure a machine with more cores multiplies. The claims condition
+checks each landing again after its rebase, one at a time: the command runs the scaling
+with a check of 0 seconds unless told otherwise (``--check-seconds``), so that the
+runners, not the check, are measured.
 """
 
 from __future__ import annotations
@@ -54,39 +56,44 @@ def critical_path(plan: Plan) -> dict[str, Any]:
     }
 
 
+SCALED = ("claims", "queue")  # the conditions that coordinate: the ones meant to scale
+
+
 def run(
     settings: Settings,
     counts: list[int],
     databases: Databases,
     where: Path,
     progress: Progress,
+    conditions: tuple[str, ...] = SCALED,
 ) -> dict[str, Any]:
-    """Each count in turn (the databases' template already migrated)."""
-    runs: dict[int, dict[str, Any]] = {}
+    """Each condition at each count in turn (the databases' template already migrated)."""
+    runs: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in conditions}
     path: dict[str, Any] = {}
-    for count in counts:
-        directory = where / f"runners-{count}"
-        directory.mkdir()
-        at_count = replace(settings, runners=count)
+    for name in conditions:
+        for count in counts:
+            directory = where / f"{name}-{count}"
+            directory.mkdir()
+            at_count = replace(settings, runners=count)
 
-        def said(message: str, count: int = count) -> None:
-            progress(f"{count} runners: {message}")
+            def said(message: str, label: str = f"{name}, {count} runners") -> None:
+                progress(f"{label}: {message}")
 
-        said(f"{settings.issues} issues")
-        condition = Condition(
-            "claims", at_count, databases.fresh(f"scale_{count}"), directory, said
-        )
-        runs[count] = condition.run()
-        if not path:
-            path = critical_path(Plan.load(directory / "plan.json"))
+            said(f"{settings.issues} issues")
+            fresh = databases.fresh(f"scale_{name}_{count}")
+            runs[name][count] = Condition(name, at_count, fresh, directory, said).run()
+            if not path:
+                path = critical_path(Plan.load(directory / "plan.json"))
     return {
         "plan": {"issues": settings.issues, "seed": settings.seed, "critical_path": path},
-        "scaling": rows(runs, path),
-        "runs": {str(n): r for n, r in runs.items()},
+        "scaling": [row for name in conditions for row in rows(name, runs[name], path)],
+        "runs": {name: {str(n): r for n, r in by_count.items()} for name, by_count in runs.items()},
     }
 
 
-def rows(runs: dict[int, dict[str, Any]], path: dict[str, Any]) -> list[dict[str, Any]]:
+def rows(
+    condition: str, runs: dict[int, dict[str, Any]], path: dict[str, Any]
+) -> list[dict[str, Any]]:
     """One row per count: throughput, speed-up over the fewest runners, CPU."""
     fewest = runs[min(runs)]
     base_rate, base_wall = fewest["issues_per_minute"], fewest["wall_seconds"]
@@ -101,8 +108,10 @@ def rows(runs: dict[int, dict[str, Any]], path: dict[str, Any]) -> list[dict[str
         def cores(seconds: float | None, wall: float = wall) -> float | None:
             return round(seconds / wall, 3) if seconds is not None and wall > 0 else None
 
+        spent = (cpu["runners_seconds"] or 0) + (server or 0)
         table.append(
             {
+                "condition": condition,
                 "runners": count,
                 "issues": result["issues"],
                 "issues_done": done,
@@ -119,6 +128,7 @@ def rows(runs: dict[int, dict[str, Any]], path: dict[str, Any]) -> list[dict[str
                 "server_cpu_per_issue": per_issue(server),
                 "runners_cores": cores(cpu["runners_seconds"]),
                 "server_cores": cores(server),
+                "issues_per_core_minute": round(done * 60 / spent, 2) if spent else None,
                 "bench_cpu_seconds": cpu["bench_seconds"],
                 "machine_busy_share": cpu["machine_busy_share"],
                 "cores": cpu["cores"],
@@ -139,6 +149,7 @@ def rows(runs: dict[int, dict[str, Any]], path: dict[str, Any]) -> list[dict[str
 
 
 HEADER = [
+    ("condition", lambda r: r["condition"]),
     ("runners", lambda r: str(r["runners"])),
     ("done", lambda r: f"{r['issues_done']}/{r['issues']}"),
     ("wall", lambda r: f"{r['wall_seconds']:.0f} s"),
@@ -156,6 +167,7 @@ HEADER = [
         "CPU per issue (runners + server)",
         lambda r: f"{r['runners_cpu_per_issue'] or 0:.2f} + {r['server_cpu_per_issue'] or 0:.2f} s",
     ),
+    ("issues per core-minute", lambda r: f"{r['issues_per_core_minute'] or 0:.1f}"),
     ("machine busy", lambda r: share(r["machine_busy_share"])),
     ("starts refused", lambda r: str(r["starts_refused"])),
     ("conflicts", lambda r: str(r["conflicting_integrations"])),
@@ -187,7 +199,7 @@ def render(results: dict[str, Any]) -> str:
         for row in cells
     ]
     path = results["plan"]["critical_path"]
-    fewest = table[0]
+    fewest = table[0]  # the first condition's fewest runners
     lines.append(
         f"\nThe plan: {results['plan']['issues']} issues, {path['work_seconds_total']:.0f} s of"
         f" scripted work, {path['links']} blocks links, {path['crashes']} crashes; its critical"
@@ -209,18 +221,22 @@ def notes(table: list[dict[str, Any]]) -> list[str]:
     """Where throughput falls as runners are added (the fleet's promise is that it does not)."""
     said = []
     for before, after in zip(table, table[1:], strict=False):
-        if after["issues_per_minute"] < before["issues_per_minute"]:
+        same = before["condition"] == after["condition"]
+        if same and after["issues_per_minute"] < before["issues_per_minute"]:
             said.append(
-                f"throughput falls from {before['runners']} to {after['runners']} runners "
-                f"({before['issues_per_minute']:.2f} → {after['issues_per_minute']:.2f} issues/min)"
+                f"{after['condition']}: throughput falls from {before['runners']} to "
+                f"{after['runners']} runners ({before['issues_per_minute']:.2f} → "
+                f"{after['issues_per_minute']:.2f} issues/min)"
             )
     return said
 
 
 def misses(results: dict[str, Any]) -> list[str]:
-    """The claims bar at every count."""
+    """The coordinated bar at every count (0 conflicting integrations, 0 red landings,
+    nothing done twice, no 5xx): throughput is said (``notes``), not failed."""
     return [
-        f"{count} runners: {miss}"
-        for count, result in results["runs"].items()
-        for miss in bar({"claims": result})
+        f"{name}, {count} runners: {miss}"
+        for name, by_count in results["runs"].items()
+        for count, result in by_count.items()
+        for miss in bar({name: result})
     ]

@@ -125,15 +125,24 @@ def test_the_queues_speed_up_is_held_to_at_the_published_runs_size_only() -> Non
 
 
 def test_the_scaling_run_measures_each_count(tmp_path: Path) -> None:
-    """``--scaling 1,2`` on a tiny plan: each count's figures are there (no timing asserted)."""
+    """``--scaling 1,2`` on a tiny plan: each condition's and count's figures are there
+    (no timing asserted)."""
     settings = replace(experiment.QUICK, issues=4, check_seconds=0.0)
     results = experiment.run_scaling(
         settings, [1, 2], dict(connection.settings_dict), lambda _: None, tmp_path / "scale"
     )
     json.dumps(results)  # what --json writes
     diagnosis = json.dumps(results["scaling"], indent=1)
-    assert [row["runners"] for row in results["scaling"]] == [1, 2]
-    assert set(results["runs"]) == {"1", "2"}
+    assert [(row["condition"], row["runners"]) for row in results["scaling"]] == [
+        ("claims", 1),
+        ("claims", 2),
+        ("queue", 1),
+        ("queue", 2),
+    ]
+    assert {name: set(runs) for name, runs in results["runs"].items()} == {
+        "claims": {"1", "2"},
+        "queue": {"1", "2"},
+    }
     path = results["plan"]["critical_path"]
     assert path["seconds"] > 0 and path["chain"] and path["links"] >= 1
     for row in results["scaling"]:
@@ -148,6 +157,7 @@ def test_the_scaling_run_measures_each_count(tmp_path: Path) -> None:
             "server_cpu_seconds",
             "runners_cpu_per_issue",
             "server_cpu_per_issue",
+            "issues_per_core_minute",
             "machine_busy_share",
             "critical_path_seconds",
             "critical_path_share",
@@ -157,7 +167,9 @@ def test_the_scaling_run_measures_each_count(tmp_path: Path) -> None:
             assert row[key] is not None, (key, diagnosis)
         assert row["runners_cpu_seconds"] > 0 and row["server_cpu_seconds"] > 0, diagnosis
         assert 0 < row["machine_busy_share"] <= 1, diagnosis
-        assert row["red_landings"] == 0, diagnosis
-    assert results["scaling"][0]["speedup"] == 1.0
+        assert row["red_landings"] == 0 and row["conflicting_integrations"] == 0, diagnosis
+        cpu = row["runners_cpu_seconds"] + row["server_cpu_seconds"]
+        assert row["issues_per_core_minute"] == round(4 * 60 / cpu, 2), diagnosis
+    assert [row["speedup"] for row in results["scaling"] if row["runners"] == 1] == [1.0, 1.0]
     assert experiment.scaling.misses(results) == [], json.dumps(results["runs"], indent=1)[:6000]
-    assert "| runners" in experiment.scaling.render(results)
+    assert "| condition" in experiment.scaling.render(results)

@@ -20,13 +20,14 @@ not done; uncoordinated without a red landing (nothing shown); the queue under 1
 the claims condition's issues per minute at 6 runners or more with a check of 10 s or
 more; in any condition work done twice, a runner lost or a 5xx answered.
 
-``--scaling 1,4,8,16``: the claims condition only, at each runner count, over one plan
-of max(M, 4 × the largest count) issues (M when ``--issues`` is given), with a check of
-0 seconds unless ``--check-seconds`` says otherwise; prints per count issues per minute,
-the speed-up over the fewest runners, the runners', server's and machine's CPU and the
-plan's critical path (``--json``: a ``scaling`` list), and fails when a count misses the
-claims bar (a crash finished by its own runner is no miss with one runner). Throughput
-that falls as runners are added is said, not failed.
+``--scaling 1,4,8,16``: the claims and queue conditions (``--condition`` chooses) at each
+runner count, over one plan of max(M, 4 × the largest count) issues (M when ``--issues``
+is given), with a check of 0 seconds unless ``--check-seconds`` says otherwise; prints
+per condition and count issues per minute, the speed-up over its fewest runners, the
+runners', server's and machine's CPU, issues per core-minute and the plan's critical
+path (``--json``: a ``scaling`` list, and ``runs`` by condition and count), and fails
+when a count misses the coordinated bar (a crash finished by its own runner is no miss
+with one runner). Throughput that falls as runners are added is said, not failed.
 """
 
 import argparse
@@ -96,7 +97,8 @@ class Command(BaseCommand):
             "--condition",
             choices=experiment.CONDITIONS,
             action="append",
-            help="run only this condition (repeatable; default all three)",
+            help="run only this condition (repeatable; default all three, with --scaling "
+            "claims and queue)",
         )
         parser.add_argument(
             "--check-seconds",
@@ -123,8 +125,8 @@ class Command(BaseCommand):
             "--scaling",
             type=runner_counts,
             metavar="N,N,...",
-            help="the claims condition at each runner count, on a plan wide enough for "
-            "the largest (4 issues per runner at least)",
+            help="the claims and queue conditions at each runner count, on a plan wide "
+            "enough for the largest (4 issues per runner at least)",
         )
         parser.add_argument("--json", type=Path, help="also write the figures to this file")
         parser.add_argument(
@@ -182,9 +184,16 @@ class Command(BaseCommand):
         counts = options["scaling"]
         issues = options["issues"] or experiment.scaling.plan_issues(settings, counts)
         settings = replace(settings, issues=issues)
+        chosen = options["condition"] or experiment.scaling.SCALED
+        conditions = tuple(name for name in experiment.CONDITIONS if name in chosen)
         try:
             results = experiment.run_scaling(
-                settings, counts, dict(connection.settings_dict), progress, options["keep"]
+                settings,
+                counts,
+                dict(connection.settings_dict),
+                progress,
+                options["keep"],
+                conditions,
             )
         except server.ServerFailed as error:
             raise CommandError(str(error)) from None
