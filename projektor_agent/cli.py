@@ -123,10 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
         "agent CLI hooks: `hook HARNESS` (the CLI's payload on stdin), "
         "`hook install|uninstall HARNESS [DIR]`",
     )
+    # No choices: a harness it does not know is the hook's own error, which it lets
+    # through with a warning (argparse's exit 2 is a refusal to three of the CLIs).
     one.add_argument(
-        "action",
-        metavar=f"{' | '.join(HARNESSES)} | install | uninstall",
-        choices=[*HARNESSES, "install", "uninstall"],
+        "action", nargs="?", default="", metavar=f"{' | '.join(HARNESSES)} | install | uninstall"
     )
     one.add_argument("target", nargs="*", metavar="HARNESS [DIR]", help="for install, uninstall")
     one = add("guard", guard_command, "the pre-commit guard: `guard pre-commit`")

@@ -164,3 +164,38 @@ def test_install_merges_into_the_settings_without_clobbering_or_duplicating(tmp_
     )
     assert done.returncode == 2 and "not valid JSON" in done.stderr
     assert settings.read_text() == "{broken"
+
+
+def test_a_hook_command_line_it_cannot_read_lets_the_edit_through_with_a_warning(api, work):
+    repo = work["repo"]
+    for words in (["claude"], [], ["claude-code", "extra"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "projektor_agent", "hook", *words],
+            input=payload("pre_tool_use_edit", repo),
+            cwd=repo,
+            env=clean_env(**work["env"]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout) == (0, ""), (words, done.stderr)
+        assert "warning:" in done.stderr and "Traceback" not in done.stderr, words
+    assert claimed(api, work["issue"]) == set()
+    strict = subprocess.run(
+        [sys.executable, "-m", "projektor_agent", "hook", "claude"],
+        input="{}",
+        env=clean_env(**work["env"], PROJEKTOR_STRICT="1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert strict.returncode == 2 and "no agent CLI named 'claude'" in strict.stderr
+    install = subprocess.run(
+        [sys.executable, "-m", "projektor_agent", "hook", "install", "claude"],
+        cwd=repo,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert install.returncode == 2 and "usage: projektor hook install" in install.stderr
