@@ -8,30 +8,20 @@ row lock (PostgreSQL; on SQLite every write transaction is already alone), so wh
 is in use is read and the new hold written as one step: never more units in live
 holds than the capacity, never one slot in two live holds.
 
-Waiting, in order: a call with ``wait`` puts a row in the resource's line
-(``ResourceWait``, committed at once so every app process sees it) and is served
-only when no live call ahead of it waits; a call without ``wait`` is served only when
-nobody waits. A waiter sleeps between looks giving its place among the server's working
-requests up (``coordination.idle``), woken by any commit that wrote events
-(``feed.wakeups``: this process's at once, another's through PostgreSQL's NOTIFY) and
-looking at most once per ``HEAD_LOOK_SECONDS`` × its place in line (up to
-``LINE_LOOK_SECONDS``): the head, the only one that can be served, looks every
-``HEAD_LOOK_SECONDS`` and takes the lock only when the units fit; the others look when a
-commit wakes them, or after ``QUIET_LOOK_SECONDS``. The few nearest the front keep their
-connection between looks (no transaction); the others close it, so a long line holds
-few connections.
+Waiting, in order (``resource_line``): a call with ``wait`` joins the resource's line
+and tries again, under the same lock, each time its turn comes; only the live calls
+ahead of it hold it back, and a call without ``wait`` is served only when nobody waits.
 """
 
 from __future__ import annotations
 
 import re
-import time
+from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Max, Q
 
 from coordination import actors, feed
 from coordination.errors import (
@@ -41,7 +31,6 @@ from coordination.errors import (
     ResourceBusy,
     SessionNotLive,
 )
-from coordination.idle import idle
 from coordination.liveness import DbNow, live_q
 from coordination.models import (
     AgentSession,
@@ -56,16 +45,9 @@ from coordination.models.resources import MAX_CAPACITY, NAME_PATTERN
 from coordination.selectors import lookups
 from coordination.selectors.resources import shown_hold
 from coordination.selectors.sessions import is_live
-from coordination.services import events, fences, messages
+from coordination.services import events, fences, messages, resource_line
 
 MAX_WAIT_SECONDS = 60
-# A waiter looks at most once per HEAD_LOOK_SECONDS × its place in line (the head, which
-# is served as soon as units are free, most often), up to once per LINE_LOOK_SECONDS,
-# however often commits wake it.
-HEAD_LOOK_SECONDS = 0.05
-LINE_LOOK_SECONDS = 1.0
-QUIET_LOOK_SECONDS = 5.0  # behind the head, with no commit to wake it
-KEPT_CONNECTION_PLACES = 5  # the head and the few behind it keep their connection
 NAME_HINT = "1 to 64 of a-z, 0-9 and . _ : -, starting with a letter or a digit"
 
 
@@ -135,15 +117,6 @@ def live_holds(resource: Resource) -> list[ResourceHold]:
         .filter(resource=resource)
         .select_related("agent")
         .order_by("acquired_at", "pk")
-    )
-
-
-def live_waits(resource: Resource) -> QuerySet[ResourceWait]:
-    """The line: calls waiting now, first come first."""
-    return (
-        ResourceWait.objects.filter(resource=resource, deadline__gt=DbNow())
-        .filter(live_q("session__"))
-        .order_by("pk")
     )
 
 
@@ -248,11 +221,13 @@ def attempt(
         live = [hold for hold in holds if hold.is_live]
         in_use = sum(hold.units for hold in live)
         available = max(0, locked.capacity - in_use)
-        others_waiting = live_waits(locked).exclude(session=session)
+        others_waiting = resource_line.live_waits(locked).exclude(session=session)
         ahead = others_waiting.filter(pk__lt=line) if line is not None else others_waiting
         if ahead.exists() or units > available:
             # As the resource's GET shows it now: a waiting call's own place counts.
-            return Refusal(locked, live, available, waiting=live_waits(locked).count())
+            return Refusal(
+                locked, live, available, waiting=resource_line.live_waits(locked).count()
+            )
         taken = {slot for hold in live for slot in hold.slots}
         slots = [slot for slot in range(locked.capacity) if slot not in taken][:units]
         in_the_way = [hold for hold in holds if not hold.is_live and set(hold.slots) & set(slots)]
@@ -278,57 +253,17 @@ def attempt(
 def wait_in_line(
     resource: Resource, session: AgentSession, *, units: int, issue_id: int | None, wait: float
 ) -> Granted | Refusal:
-    """Join the line and wait for this call's turn and its units, up to ``wait`` seconds;
-    the row leaves the line whatever the outcome."""
-    end = time.monotonic() + wait
-    line = ResourceWait.objects.create(
-        workspace_id=resource.workspace_id,
-        resource=resource,
-        session=session,
-        units=units,
-        deadline=DbNow() + timedelta(seconds=wait + 1),
-    ).pk
-    try:
-        while True:
-            seen = feed.wakeups.generation()  # before the look: a commit after it wakes us
-            looked = time.monotonic()
-            place = place_in_line(resource, line, session)
-            if place == 1 and could_fit(resource, units):
-                outcome = attempt(resource, session, units=units, issue_id=issue_id, line=line)
-                if isinstance(outcome, Granted):
-                    return outcome
-            elif not AgentSession.objects.filter(live_q(), pk=session.pk).exists():
-                raise SessionNotLive(f"Session {session.pk} stopped being live while it waited.")
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                return attempt(resource, session, units=units, issue_id=issue_id, line=line)
-            # The head looks most often, and each place behind it less: the line moves
-            # one grant at a time, and a waiter far back has time before its turn. Only
-            # the head looks unwoken soon; the others wait for a commit (a grant, a
-            # release) or, at the longest, QUIET_LOOK_SECONDS.
-            interval = min(LINE_LOOK_SECONDS, HEAD_LOOK_SECONDS * place)
-            unwoken = HEAD_LOOK_SECONDS if place == 1 else QUIET_LOOK_SECONDS
-            if place > KEPT_CONNECTION_PLACES:  # near the front it looks again soon
-                feed.release_connection()
-            with idle():  # another request runs meanwhile
-                feed.wakeups.wait(seen, timeout=min(remaining, unwoken))
-                time.sleep(max(0.0, min(looked + interval, end) - time.monotonic()))
-    finally:
-        ResourceWait.objects.filter(pk=line).delete()
-
-
-def place_in_line(resource: Resource, line: int, session: AgentSession) -> int:
-    """1 for the head: the live calls of other sessions waiting ahead of this one, plus one
-    (a cheap look, no lock)."""
-    return live_waits(resource).exclude(session=session).filter(pk__lt=line).count() + 1
-
-
-def could_fit(resource: Resource, units: int) -> bool:
-    capacity = Resource.objects.filter(pk=resource.pk).values_list("capacity", flat=True).first()
-    held = sum(
-        ResourceHold.objects.live().filter(resource=resource).values_list("units", flat=True)
-    )
-    return capacity is not None and held + units <= capacity
+    """Wait in the resource's line for this call's turn and its units, up to ``wait``
+    seconds: granted at a turn, or refused at the last."""
+    outcome: Granted | Refusal | None = None
+    with closing(resource_line.turns(resource, session, units=units, wait=wait)) as turns:
+        for line in turns:
+            outcome = attempt(resource, session, units=units, issue_id=issue_id, line=line)
+            if isinstance(outcome, Granted):
+                break
+    if outcome is None:  # never: the line's last turn comes whatever happens
+        raise RuntimeError("The line ended without a last turn.")
+    return outcome
 
 
 def refused(refusal: Refusal, session: AgentSession, *, units: int, issue_id: int | None) -> None:

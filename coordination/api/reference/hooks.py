@@ -12,7 +12,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_examples_list, get_lib_doc_excludes
 
 from coordination.api import access
-from coordination.api.reference.refusals import FORCE_TO_MINT, Refusal, by_status, error_schema
+from coordination.api.reference.error_bodies import error_schema
+from coordination.api.reference.refusals import FORCE_TO_MINT, Refusal, by_status
 from coordination.api.reference.shared import shared_refusals
 from coordination.tools import TOOLS  # the MCP table, below both the API and MCP
 

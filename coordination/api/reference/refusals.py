@@ -4,10 +4,10 @@ happens and an example body in the error shape (docs/api.md, "Errors").
 An operation names its own with ``errors(...)`` in its ``extend_schema``; the schema
 hook (``hooks.postprocess``) adds those every operation shares (``shared``). The
 bodies of domain errors are what the classes of coordination/errors.py render, so a
-documented code cannot drift from the code.
+documented code cannot drift from the code; the schema of those bodies, the fields each
+code adds to the error shape, is ``error_bodies``.
 """
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import groupby
@@ -17,6 +17,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 
 from coordination import errors as e
 from coordination.api.reference import examples as x
+from coordination.api.reference.error_bodies import error_schema
 
 
 @dataclass(frozen=True)
@@ -61,117 +62,6 @@ def answer(
     return Refusal(status, code, when, {"code": code, "detail": detail, **extra}, variant)
 
 
-# --- the body of an error -------------------------------------------------------------
-
-NULLABLE_INT = {"type": "integer", "nullable": True}
-NULLABLE_STR = {"type": "string", "nullable": True}
-STRINGS = {"type": "array", "items": {"type": "string"}}
-# Who holds what was refused; one shape for both codes that name a holder.
-HOLDER = {
-    "type": "object",
-    "properties": {
-        "session": NULLABLE_INT,
-        "agent": NULLABLE_STR,
-        "run": {**NULLABLE_INT, "description": "The run holding the worktree (worktree_busy)."},
-    },
-}
-# The fields a code adds to {"code", "detail"} (docs/api.md, "Errors").
-EXTRA_FIELDS: dict[str, dict[str, Any]] = {
-    "invalid": {
-        "errors": {"description": "The validation errors, per field."},
-        "field": {"type": "string", "description": "The body field that names no row here."},
-        "path": {"type": "string", "description": "The rejected path."},
-        "count": {"type": "integer", "description": "How many paths were given."},
-    },
-    "lease_held": {"holder": HOLDER},
-    "wip_limit_reached": {"limit": {"type": "integer", "description": "The project's cap."}},
-    "file_conflict": {
-        "conflicts": {
-            "type": "array",
-            "description": "Each (requested path, overlapping holder), the first 100.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The requested path."},
-                    "held_path": {
-                        "type": "string",
-                        "description": "The holder's claim: `path` itself, a directory "
-                        "claim above it, or a claim under it (a requested directory).",
-                    },
-                    "issue": {"type": "integer"},
-                    "session": NULLABLE_INT,
-                    "agent": NULLABLE_STR,
-                },
-            },
-        },
-        "conflicts_total": {"type": "integer", "description": "How many conflicts in all."},
-    },
-    "worktree_busy": {
-        "holder": HOLDER,
-        "run": {"type": "integer", "description": "This run, recorded `cancelled`."},
-    },
-    "invalid_transition": {
-        "allowed": {**STRINGS, "description": "The statuses the issue may move to."},
-        "missing": {**STRINGS, "description": "What the move lacks: ready fields, `report`."},
-    },
-    "stale_fence": {"fence": {"type": "integer"}, "current_fence": NULLABLE_INT},
-    "landing_exists": {"landing": {**NULLABLE_INT, "description": "The issue's open entry."}},
-    "resource_busy": {
-        "resource": {"type": "string"},
-        "holders": {
-            "type": "array",
-            "description": "The resource's live holds, each as /resource-holds/ shows it.",
-            "items": {"$ref": "#/components/schemas/Hold"},
-        },
-        "available": {"type": "integer", "description": "Units free now."},
-        "waiting": {
-            "type": "integer",
-            "description": "Calls waiting in line now, as the resource's GET shows them: a "
-            "waiting call that ran out counts its own place.",
-        },
-    },
-    "worktree_unresolved": {"run": {"type": "integer", "description": "This run, `skipped`."}},
-    "blocked": {
-        "blocked_by": {
-            "type": "array",
-            "description": "The issue's unresolved blockers.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "integer"},
-                    "title": {"type": "string"},
-                    "status": {"type": "string"},
-                },
-            },
-        }
-    },
-    "dependency_cycle": {
-        "cycle": {
-            "type": "array",
-            "items": {"type": "integer"},
-            "description": "The issues of the cycle the link would close, from its source.",
-        }
-    },
-}
-
-
-def error_schema(codes: Iterable[str]) -> dict[str, Any]:
-    """The error shape with ``codes`` as its ``code`` and the fields they add."""
-    codes = list(dict.fromkeys(codes))
-    extra = {name: field for code in codes for name, field in EXTRA_FIELDS.get(code, {}).items()}
-    extra = copy.deepcopy(extra)  # each response its own: a reader may edit the document
-    return {
-        "type": "object",
-        "description": 'The error shape: {"code", "detail", ...}.',
-        "properties": {
-            "code": {"type": "string", "enum": codes},
-            "detail": {"type": "string", "description": "What happened, for people."},
-            **extra,
-        },
-        "required": ["code", "detail"],
-    }
-
-
 def errors(*refusals: Refusal) -> dict[int, OpenApiResponse]:
     """The ``responses`` entries of an operation's own refusals, one per status."""
     return {
@@ -200,14 +90,14 @@ LEASE_HELD = refusal(
 WIP_LIMIT_REACHED = refusal(
     e.WipLimitReached,
     "the project's live leases are at its cap, `limit`; the denial is logged in "
-    "/wip-cap-denials/ (invariant 3)",
+    "/wip-cap-denials/ (invariant 3 (the WIP cap))",
     "Project core already has 3 live leases.",
     limit=3,
 )
 SESSION_NOT_LIVE = refusal(
     e.SessionNotLive,
-    "the session's last heartbeat is older than the TTL, or it has ended (invariant 1): "
-    "heartbeat it, or register again",
+    "the session's last heartbeat is older than the TTL, or it has ended (invariant 1 "
+    "(liveness)): heartbeat it, or register again",
     "Session 12 is not live.",
 )
 SESSION_ENDED = refusal(e.SessionEnded, "the session has ended; register a new one")
@@ -277,7 +167,8 @@ RESOURCE_NOT_FOUND = refusal(
 )
 RESOURCE_BUSY = refusal(
     e.ResourceBusy,
-    "not enough units free for the call, or earlier calls waiting for them (invariant 20); "
+    "not enough units free for the call, or earlier calls waiting for them (invariant 20 "
+    "(resources are counted)); "
     "`holders` lists the live holds (each a hold, as /resource-holds/ shows it), "
     "`available` and `waiting` are the resource's, as its GET shows them",
     "Resource 'db:test' has 0 of 2 units free for 1; held by coder-1 (1), coder-2 (1).",
@@ -311,7 +202,8 @@ FILE_CONFLICT = refusal(
     e.FileConflict,
     "a path overlaps another issue's live claim (or a claim with no session): the same "
     "path, a directory claim above it, or for a directory a claim under it; nothing was "
-    "claimed and each conflict is logged (invariants 5, 11); `conflicts` names each holder",
+    "claimed and each conflict is logged (invariants 5 (all-or-nothing) and 11 (overlap)); "
+    "`conflicts` names each holder",
     "1 of 2 paths are claimed by other issues; nothing was claimed.",
     conflicts=[
         {
@@ -335,8 +227,9 @@ WORKTREE_BUSY = refusal(
 )
 WORKTREE_UNRESOLVED = refusal(
     e.WorktreeUnresolved,
-    "the issue needs a filesystem and nothing names a worktree for it (invariant 10): the "
-    "lease is released `worktree_unresolved` and the run recorded `skipped` (`run`)",
+    "the issue needs a filesystem and nothing names a worktree for it (invariant 10 (lock "
+    "mode per run)): the lease is released `worktree_unresolved` and the run recorded "
+    "`skipped` (`run`)",
     "Issue 7 requires a filesystem but no worktree is configured for it: set the issue's "
     "worktree, bind agent 'coder-1' to a worktree (register with \"worktree\"), or set a "
     "primary worktree on project 'core'.",
@@ -353,13 +246,13 @@ HUMAN_GATE = refusal(
 )
 BLOCKED = refusal(
     e.Blocked,
-    "the issue has an unresolved blocker (invariant 16); `blocked_by` names each",
+    "the issue has an unresolved blocker (invariant 16 (the work graph)); `blocked_by` names each",
     "Issue 15 is blocked by #7; it cannot be started until they are done or cancelled.",
     blocked_by=[{"id": 7, "title": "Retry failed webhook deliveries", "status": "in_progress"}],
 )
 DEPENDENCY_CYCLE = refusal(
     e.DependencyCycle,
-    "the link would close a cycle of its type (invariant 16); `cycle` names it",
+    "the link would close a cycle of its type (invariant 16 (the work graph)); `cycle` names it",
     "Issue 15 blocks issue 7 would close the cycle #15 → #7 → #15.",
     cycle=[15, 7],
 )
@@ -394,13 +287,13 @@ PROJECT_UNKNOWN = refusal(
 )
 ISSUE_NOT_FOUND = refusal(
     e.NotFound,
-    "the body's `issue` is not in this workspace (invariant 9)",
+    "the body's `issue` is not in this workspace (invariant 9 (workspace isolation))",
     "Issue 7 does not exist.",
     variant="issue",
 )
 
-# --- what a key may not do (invariant 13 (the key is the actor); coordination/api/access.py says
-# which) -------
+# --- what a key may not do (invariant 13 (the key is the actor); coordination/api/access.py
+# says which) ---
 
 READ_KEY = refusal(
     e.Forbidden,

@@ -17,7 +17,7 @@ from coordination.errors import (
 )
 from coordination.models import Event, Message, ReleaseReason, ResourceHold, ResourceWait
 from coordination.selectors.resources import shown_hold
-from coordination.services import agents, resources
+from coordination.services import agents, resource_line, resources
 from tests.conftest import expire
 
 pytestmark = pytest.mark.django_db
@@ -191,7 +191,7 @@ def test_a_waiting_call_is_served_when_the_units_come_back(workspace, make_sessi
     try:
         wait_until(lambda: ResourceWait.objects.filter(session=waiter).exists())
         shown = resources.get_resource(workspace, "ports")
-        assert resources.live_waits(shown).count() == 1
+        assert resource_line.live_waits(shown).count() == 1
         resources.release(workspace=workspace, name="ports", session_id=holder.pk)
     finally:
         thread.join(timeout=60)
@@ -220,7 +220,7 @@ def test_a_later_call_gets_nothing_while_an_earlier_one_waits(workspace, make_se
         # As the resource's GET shows it at that moment: the call waiting ahead and this
         # call's own place in line, which it leaves as it answers.
         assert ran_out.value.extra["waiting"] == 2
-        assert resources.live_waits(resources.get_resource(workspace, "ports")).count() == 1
+        assert resource_line.live_waits(resources.get_resource(workspace, "ports")).count() == 1
         resources.release(workspace=workspace, name="ports", session_id=holder.pk)
     finally:
         thread.join(timeout=60)
