@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -114,3 +116,63 @@ def test_every_manage_py_command_the_readme_prints_starts_as_printed(tmp_path: P
             command, cwd=ROOT, env={**env, **exported, **assigned}, capture_output=True, text=True
         )
         assert done.returncode == 0, (match[0], done.stderr[-2000:])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_production_lines_serve_answer_and_back_up_as_printed(tmp_path: Path) -> None:
+    """ "In production", as an operator pastes it with their own values: the exports,
+    ``make serve`` in one terminal, and in another the readiness check, the metrics and
+    the backup. Only the placeholders (``...``), the port and the backup folder are the
+    test's; ``make serve`` runs from this checkout on a SQLite file of its own."""
+    (block,) = [b for b in shell_blocks("Five minutes as an operator") if "make serve" in b]
+    port, backups = free_port(), tmp_path / "backups"
+    backups.mkdir()
+    lines = [line.split("#")[0].strip() for line in block.splitlines()]
+    exports, serve, *after = [line for line in lines if line]
+    assert serve == "make serve", block
+    exports = exports.replace("SECRET_KEY=...", "SECRET_KEY=readme-production-secret")
+    exports = exports.replace(
+        "DATABASE_URL=postgres://...", f"DATABASE_URL=sqlite:///{tmp_path}/db"
+    )
+    assert "..." not in exports, exports
+    env = {
+        **readers_machine(tmp_path / "home"),
+        "PROJEKTOR_BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "2",
+        "PROJEKTOR_STATIC_ROOT": str(tmp_path / "static"),
+    }
+    server = subprocess.Popen(
+        ["bash", "-euc", f"{exports}\nexec {serve}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        script = "\n".join([exports, *after])
+        script = script.replace("localhost:8000", f"localhost:{port}")
+        script = script.replace("/backups/", f"{backups}/")
+        answering = f"curl -sS -o /dev/null localhost:{port}/healthz 2>/dev/null"
+        ready = f"until {answering}; do sleep 0.2; done"
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", f"timeout 240 bash -c '{ready}'\n{script}"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        served_output = server.communicate(timeout=60)[0]
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:], served_output[-3000:])
+    assert '"status":"ok"' in done.stdout.replace(" ", ""), done.stdout[:500]
+    assert "projektor_" in done.stdout  # the metrics' own names
+    assert [p.suffix for p in backups.iterdir()] == [".sqlite3"]
