@@ -21,8 +21,8 @@ worker_class = "gthread"
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
 # PROJEKTOR_THREADS requests of a worker run at once; a request that waits (a long
 # poll, a call in a resource's line) sleeps in one of PROJEKTOR_WAITING_THREADS more
-# and gives its place up while it sleeps (projektor/operations/active.py), so waiters
-# never take the threads that heartbeats need.
+# and gives its place up while it sleeps (projektor/operations/active.py), so up to
+# that many waiters leave the working threads to heartbeats (more take them: raise it).
 active_threads = int(os.environ.get("PROJEKTOR_THREADS", "4"))
 threads = active_threads + int(os.environ.get("PROJEKTOR_WAITING_THREADS", "32"))
 os.environ.setdefault("PROJEKTOR_ACTIVE_REQUESTS", str(active_threads))

@@ -1,8 +1,9 @@
 """The active-request gate: the app server lets ``PROJEKTOR_ACTIVE_REQUESTS`` requests of a
 process run at once, and a request that sleeps (``coordination.idle``: a long poll, a
-call in a resource's line) gives its place up while it sleeps, so waiters never take the
+call in a resource's line) gives its place up while it sleeps, so waiters do not take the
 threads that heartbeats and claims need. gunicorn runs that many threads plus
-``PROJEKTOR_WAITING_THREADS`` for the waiters (gunicorn.conf.py). Off (0, the default)
+``PROJEKTOR_WAITING_THREADS`` for the waiters (gunicorn.conf.py): past that many waiting
+calls in one worker, each further waiter holds one of the working threads. Off (0, the default)
 where every request has a thread of its own anyway: the development server, the tests.
 
 Each thread that served a request that did not wait keeps its database connection, as
