@@ -198,8 +198,6 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Django's backend, each statement's placeholders converted once (projektor/sqlite3/).
-    DATABASES["default"]["ENGINE"] = "projektor.sqlite3"
     # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock at
     # BEGIN so two claimers queue (busy timeout) instead of failing on lock upgrade.
     # Connections persist like PostgreSQL's (CONN_MAX_AGE above): opening one and
@@ -278,7 +276,7 @@ else:
             "LOCATION": "projektor_throttle",
         },
     }
-    if DATABASES["default"]["ENGINE"] == "projektor.sqlite3":
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # LOCATION empty: "<database file>-throttle", beside whichever database is in use.
         CACHES["throttle"] = {"BACKEND": "projektor.counters.SQLiteCounterCache", "LOCATION": ""}
 

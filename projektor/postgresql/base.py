@@ -12,77 +12,27 @@ Django's own cursors: its statements are not all written to be bound on the serv
 (Django's #34255), and bound there they would be held to the protocol's 65,535
 parameters a statement, which Django's batching does not keep to on PostgreSQL.
 
-Times (``timestamptz``) are read as Django reads them, in its time zone, but parsed by
-psycopg's own loader, in C under ``psycopg[binary]``: Django's loader subclasses the
-pure-Python one, which costs twice as much per time read (4.1 against 2.1 µs, over a
-thousand rows). A claim cycle reads 16 times; a page of a thousand events, a thousand.
-
 A seam on Django's private API (Django is pinned ``<5.3``), kept to this module:
 ``BaseDatabaseWrapper._prepare_cursor(self, cursor)`` (Django's wrapping of a new
 cursor, called by ``prepared_cursor``); ``DatabaseWrapper.create_cursor``, which
 makes an unnamed cursor with ``self.connection.cursor()`` and so of the connection's
 ``cursor_factory`` (swapped for ``ServerBindingCursor`` around the call);
-``base.ServerBindingCursor`` and ``base.TIMESTAMPTZ_OID``; ``psycopg_any.
-get_adapters_template(use_tz, timezone)``; the health check's flags
-(``health_check_enabled``, ``health_check_done``). The gain, measured: prepared
-statements took heartbeats from 400 to 658/s and lease cycles from 135 to 187/s
-(docs/history/speed.md, "On PostgreSQL those statements are prepared"); the times'
-loader, above. ``tests/projektor/test_backend_seams.py`` fails when Django changes
-under it; then measure again before carrying the seam over.
+``base.ServerBindingCursor``; the health check's flags (``health_check_enabled``,
+``health_check_done``). The gains, measured: prepared statements took heartbeats from
+400 to 658/s and lease cycles from 135 to 187/s (docs/history/speed.md, "On
+PostgreSQL those statements are prepared"); the quiet-socket health check takes a
+tenth off a heartbeat's CPU. A seam that buys less than a tenth of a hot call is not
+kept (times are read by Django's own loader). ``tests/projektor/test_backend_seams.py``
+fails when Django changes under it; then measure again before carrying the seam over.
 """
 
-import functools
 import select
-from datetime import datetime, tzinfo
 from typing import Any
 
-from django.conf import settings
 from django.db.backends.postgresql import base, operations
-from django.db.backends.postgresql.psycopg_any import get_adapters_template
 from django.db.backends.utils import CursorWrapper
-from psycopg import abc, adapters, errors
-from psycopg.abc import AdaptContext
-from psycopg.adapt import AdaptersMap, Loader
-from psycopg.pq import Format, TransactionStatus
-
-
-def psycopg_timestamptz_loader() -> type[abc.Loader]:
-    """psycopg's timestamptz loader: its C one when psycopg[binary] is installed (that
-    class cannot be subclassed, hence the wrapper below), else its Python one."""
-    found = adapters.get_loader(base.TIMESTAMPTZ_OID, Format.TEXT)
-    assert found is not None, "psycopg loads timestamptz"
-    return found
-
-
-PSYCOPG_TIMESTAMPTZ_LOADER = psycopg_timestamptz_loader()
-
-
-class TimestamptzLoader(Loader):
-    """What Django's ``BaseTzLoader`` returns (psycopg's value with ``timezone`` put in
-    its place: None for naive), parsed by ``PSYCOPG_TIMESTAMPTZ_LOADER``. Django's
-    ``create_cursor`` reads ``timezone`` to see whether the connection's loader is
-    in its time zone."""
-
-    timezone: tzinfo | None = None
-
-    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
-        super().__init__(oid, context)
-        # The connection's session time zone, which psycopg's loader reads at creation.
-        self.parse = PSYCOPG_TIMESTAMPTZ_LOADER(oid, context).load
-
-    def load(self, data: Any) -> datetime:
-        parsed: datetime = self.parse(data)
-        return parsed.replace(tzinfo=self.timezone)
-
-
-@functools.lru_cache
-def adapters_template(use_tz: bool, timezone: tzinfo | None) -> AdaptersMap:
-    """Django's adapters for new connections, with the loader above in its time zone."""
-    template = AdaptersMap(get_adapters_template(use_tz, timezone))
-    in_zone = {"timezone": timezone, "__module__": __name__}
-    loader = type("TimestamptzLoader", (TimestamptzLoader,), in_zone)
-    template.register_loader("timestamptz", loader)
-    return template
+from psycopg import errors
+from psycopg.pq import TransactionStatus
 
 
 class DatabaseOperations(operations.DatabaseOperations):
@@ -99,11 +49,6 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
-
-    def get_connection_params(self) -> dict[str, Any]:
-        params: dict[str, Any] = super().get_connection_params()
-        params["context"] = adapters_template(settings.USE_TZ, self.timezone)
-        return params
 
     def close_if_health_check_failed(self) -> None:
         """Django's health check (``SELECT 1`` before a persistent connection's first
