@@ -131,6 +131,7 @@ class Runner:
         # Issues this runner gave back, and until when (monotonic) other runners go first.
         self.gave_back: dict[int, float] = {}
         self.passed_over: set[int] = set()  # skipped by the next pass: a local setup failed
+        self.colliding: list[str] = []  # the issues not tried last pass: said when it changes
         self.outside_git = False  # the current directory is in no git repository
 
     @property
@@ -240,8 +241,9 @@ class Runner:
         query = {"project": self.options.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
         colliding = [str(i["id"]) for i in ready if i.get("collisions")]
-        if colliding:
+        if colliding and colliding != self.colliding:
             say(f"issues {', '.join(colliding)}: their declared files are held; not tried")
+        self.colliding = colliding
         candidates = [i for i in ready if not i.get("collisions")]
         full: set[Any] = set()  # projects at their WIP limit: their other issues wait too
         while candidates:
