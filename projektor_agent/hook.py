@@ -149,18 +149,28 @@ def claimable(edit: Edit, root: Path) -> list[str]:
 def claim_on_fresh_base(client: Client, session: int, paths: list[str], root: Path) -> str | None:
     """The claim, then, when the default branch changed some of ``paths`` since the
     branch point, the branch rebased onto it (``PROJEKTOR_BASE``, set by the runner in
-    its worktrees): the claim first, so that nobody edits them meanwhile. A rebase that
-    cannot be made clean is undone and the claims taken just now released."""
+    its worktrees): the claim first, so that nobody edits them meanwhile, and what the
+    default branch changed read after it, when that is final (another issue's work on
+    them lands before it lets them go). A rebase that cannot be made clean is undone and
+    the claims taken just now released."""
     base = os.environ.get("PROJEKTOR_BASE", "").strip()
-    stale = sorted(gitops.changed_upstream(root, base) & set(paths)) if base else []
-    held_before = [path for path in paths if holds(client, path)] if stale else []
+    if not base:
+        return claim(client, session, paths)
+    # Which of them the issue held before, for a refusal to give back only the others:
+    # asked only when the branch is stale already (a path that turns stale during the
+    # claim was another issue's until then, so it is taken now).
+    stale_before = gitops.changed_upstream(root, base) & set(paths)
+    held_before = [path for path in paths if holds(client, path)] if stale_before else None
     verdict = claim(client, session, paths)
-    if verdict is not None or not stale:
+    if verdict is not None:
         return verdict
-    _, conflicts = gitops.freshen(root, base, stale)
+    stale, conflicts = gitops.freshen(root, base, paths)
     if conflicts is None:
         return None
-    taken_now = [path for path in paths if path not in held_before]
+    if held_before is None:
+        taken_now = stale  # another issue's until the claim: taken now
+    else:
+        taken_now = [path for path in paths if path not in held_before]
     if taken_now:
         issue = int(os.environ["PROJEKTOR_ISSUE"])
         body = {"issue": issue, "paths": taken_now, "session": session}

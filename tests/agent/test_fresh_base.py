@@ -3,7 +3,12 @@ first brings the branch up to date (a rebase, the uncommitted work carried acros
 in the edit-time hook and in the runner's scan; a rebase that cannot be made clean is
 undone, told, and the claim not used."""
 
+import http.server
 import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.agent.conftest import agent_command, git, released, unique
@@ -146,3 +151,74 @@ def test_the_scan_gives_back_a_path_whose_rebase_conflicts(api, projektor, repo,
     branch = f"projektor/{issue['id']}-append-a-note"
     kept = git(repo, "show", f"{branch}:notes.md")
     assert "edited by the scripted agent" in kept and "main's line" not in kept
+
+
+class LandsDuringTheClaim(http.server.BaseHTTPRequestHandler):
+    """Forwards every call to the live server; just before the claim it lands another
+    issue's change to the claimed file on main, as a landing that let go of the file a
+    moment before this claim took it."""
+
+    upstream = ""
+    land: Callable[[], None] = staticmethod(lambda: None)
+
+    def do_GET(self) -> None:
+        self.forward()
+
+    def do_POST(self) -> None:
+        if self.path.endswith("/file-claims/"):
+            type(self).land()
+        self.forward()
+
+    def forward(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+        request = urllib.request.Request(
+            self.upstream + self.path, data=body, headers=headers, method=self.command
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                status, data = answer.status, answer.read()
+                kind = answer.headers.get("Content-Type", "application/json")
+        except urllib.error.HTTPError as error:
+            status, data = error.code, error.read()
+            kind = error.headers.get("Content-Type", "application/json")
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_file_main_changes_while_the_hook_claims_it_is_rebased_onto(api, live, repo, tmp_path):
+    """What the default branch changed is read after the claim: a change that lands
+    between the hook's first look and its claim still brings the branch up to date."""
+    issue, worktree, env = branch_work(api, live, repo, tmp_path)
+    moved: list[str] = []
+
+    def land() -> None:
+        if not moved:
+            moved.append(commit(repo, "notes.md", LINES.replace("line 2\n", "two\n"), "Landed"))
+
+    handler = type("Handler", (LandsDuringTheClaim,), {"upstream": live.url, "land": land})
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        host, port = proxy.server_address[:2]
+        done = hook(
+            edit_payload(worktree, "notes.md"),
+            {**env, "PROJEKTOR_URL": f"http://{host}:{port}"},
+            worktree,
+        )
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+    assert done.returncode == 0, done.stderr
+    assert moved, "the claim went through the proxy"
+    assert claimed(api, issue) == {"notes.md"}
+    assert git(worktree, "rev-parse", "HEAD") == moved[0]  # rebased onto what landed
+    assert (worktree / "notes.md").read_text() == LINES.replace("line 2\n", "two\n")
