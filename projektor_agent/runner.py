@@ -237,14 +237,18 @@ class Runner:
     def take_from_queue(self) -> Unit | None:
         """One pass down the ready queue, past the issues passed over. An issue whose
         declared files another issue holds is not tried (the start would be refused):
-        the release of those claims wakes the runner for another pass."""
+        the release of those claims wakes the runner for another pass. With --paths
+        (the paths claimed are the runner's, not the issue's) it is tried last."""
         query = {"project": self.options.project}
         ready = commands.results(self.client.get("/issues/ready/", query))
-        colliding = [str(i["id"]) for i in ready if i.get("collisions")]
-        if colliding and colliding != self.colliding:
-            say(f"issues {', '.join(colliding)}: their declared files are held; not tried")
-        self.colliding = colliding
         candidates = [i for i in ready if not i.get("collisions")]
+        if self.options.paths:  # the runner's own paths, not the issues': they may be free
+            candidates += [i for i in ready if i.get("collisions")]
+        else:
+            colliding = [str(i["id"]) for i in ready if i.get("collisions")]
+            if colliding and colliding != self.colliding:
+                say(f"issues {', '.join(colliding)}: their declared files are held; not tried")
+            self.colliding = colliding
         full: set[Any] = set()  # projects at their WIP limit: their other issues wait too
         while candidates:
             issue = candidates.pop(0)

@@ -93,6 +93,35 @@ def test_run_next_takes_nothing_when_every_issue_collides(api, projektor, repo, 
         assert api.leases(issue["id"]) == []
 
 
+def test_with_its_own_paths_a_runner_still_takes_an_issue_whose_declared_files_are_held(
+    api, projektor, repo, tmp_path
+):
+    """--paths: the start claims the runner's paths, not the issue's declared ones, so a
+    colliding issue is tried (last) and taken."""
+    project, control = api.project(), control_dir(tmp_path)
+    held = api.issue(project, "Held work", paths=["src/"])
+    api.post("/work/start/", {"agent": unique("atlas"), "issue": held["id"]}, expect=201)
+    colliding = api.issue(project, "Colliding", paths=["src/a.py"])
+
+    runner = projektor(
+        "run",
+        "--next",
+        "--project",
+        project,
+        "--paths",
+        "docs/a.md",
+        *agent_command(control, "--wait"),
+        cwd=repo,
+        agent=unique("runner"),
+        wait=False,
+    )
+
+    assert started(control, runner)["env"]["PROJEKTOR_ISSUE"] == str(colliding["id"])
+    released(control)
+    assert runner.wait() == 0, runner.stderr
+    assert api.get(f"/issues/{colliding['id']}/")["status"] == "in_review"
+
+
 def test_a_runner_that_lost_a_race_tries_next_at_a_place_of_its_own():
     """Runners woken together race for the queue's head; the losers go on from places
     that differ by agent, not all down the queue in step. Nothing is left out."""
