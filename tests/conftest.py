@@ -8,9 +8,11 @@ there. Tests marked ``postgres`` (real concurrency) are deselected on SQLite by
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -194,6 +196,22 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def throttle_clock(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Hold the rate limits' clock still, at half past a minute, an hour and a day.
+
+    A limit counts in fixed windows, so a test that sends N requests and expects the
+    next to be refused fails when the minute (or hour) turns between two of them,
+    which on a busy machine it now and then does. Returns the time the limits see.
+    """
+    from coordination.api import throttling
+
+    day = 86400
+    now = (time.time() // day) * day + 12 * 3600 + 30 * 60 + 30
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: now))
+    return now
 
 
 @pytest.fixture(autouse=True)
