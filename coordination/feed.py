@@ -24,16 +24,16 @@ the read answers nothing new, which is late but never wrong. On SQLite one write
 runs at a time and ids become visible in id order: the read is the plain query.
 
 ``wait_for`` holds a request until an event arrives or its wait ends, holding no
-database connection or transaction while it waits: it closes the connection and sleeps
-on a condition that a commit wakes. A commit through this process wakes it at once;
-a commit through another app server wakes it through PostgreSQL's ``LISTEN/NOTIFY``,
-heard by one listener thread per process. SQLite has no notifications, and its app
-servers share one machine: there a commit that wrote events appends a byte to a signal
-file beside the database (``<database>-events``), and one watcher thread per process
-looks at the file's size and time every ``WATCH_SECONDS`` (a ``stat``, no query) and
-wakes the waiters when they change. Either way a waiter re-reads now and then without
-being woken (``LISTENING_POLL_SECONDS``), in case a signal was lost; without a listener
-or watcher (a database in memory) every ``POLL_SECONDS``.
+transaction while it waits, nor on PostgreSQL a connection (it closes it; SQLite's is an
+open file, kept), and sleeps on a condition that a commit wakes. A commit through this
+process wakes it at once; a commit through another app server wakes it through
+PostgreSQL's ``LISTEN/NOTIFY``, heard by one listener thread per process. SQLite has no
+notifications, and its app servers share one machine: there a commit that wrote events
+appends a byte to a signal file beside the database (``<database>-events``), and one
+watcher thread per process looks at the file's size and time every ``WATCH_SECONDS`` (a
+``stat``, no query) and wakes the waiters when they change. Either way a waiter re-reads
+now and then without being woken (``LISTENING_POLL_SECONDS``), in case a signal was lost;
+without a listener or watcher (a database in memory) every ``POLL_SECONDS``.
 """
 
 import logging
@@ -170,9 +170,14 @@ def wait_for(
 
 
 def release_connection() -> None:
-    """Give the database connection back before sleeping (unless a transaction that
-    is not ours holds it, as a test's does)."""
-    if not connection.in_atomic_block:
+    """Before sleeping, give back a connection that is a database server's slot
+    (PostgreSQL's), unless a transaction that is not ours holds it, as a test's does.
+
+    SQLite's is kept: it is an open file that holds no lock outside a transaction, and
+    opening it again costs about six times the read a wake-up makes (Django registers
+    its SQL functions on every new connection); every commit that writes events wakes
+    every waiter of the process."""
+    if connection.vendor != "sqlite" and not connection.in_atomic_block:
         connection.close()
 
 

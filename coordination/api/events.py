@@ -132,7 +132,8 @@ def frame(event_id: int, type: str, data: Any) -> str:
 def frames(workspace: Workspace, filters: feed.EventFilter, *, after: int) -> Iterator[str]:
     """The stream: events as they commit, a comment every keep-alive period, and the
     end after ``PROJEKTOR_EVENT_STREAM_SECONDS`` (the client reconnects with
-    ``Last-Event-ID``). Between reads it holds no database connection (``feed``)."""
+    ``Last-Event-ID``). Between reads it holds no transaction, nor on PostgreSQL a
+    connection (``feed.release_connection``)."""
     end = time.monotonic() + settings.PROJEKTOR_EVENT_STREAM_SECONDS
     keepalive = settings.PROJEKTOR_EVENT_STREAM_KEEPALIVE_SECONDS
     cursor = after
