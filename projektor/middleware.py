@@ -44,7 +44,8 @@ from coordination.unavailable import UNAVAILABLE, is_database_unavailable
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-JSON_PREFIXES = ("/api/", "/mcp")
+# Where every answer is JSON: the API, the MCP endpoint, the health and readiness probes.
+JSON_PREFIXES = ("/api/", "/mcp", "/healthz", "/readyz")
 MARK = "_projektor_database_unavailable"
 
 

@@ -11,9 +11,8 @@ from django.views.generic import RedirectView
 from coordination.api.reference.views import PublicDocsView, PublicSchemaView
 from coordination.guard import urls as guard_urls
 from heatmap import urls as heatmap_urls
+from projektor.middleware import wants_json
 
-API_PREFIX = "/api/"
-JSON_PREFIXES = (API_PREFIX, "/mcp")
 FAVICON = "coordination/favicon.ico"  # a static file, served by WhiteNoise
 
 urlpatterns = [
@@ -44,9 +43,9 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
 
 
 # A Host outside ALLOWED_HOSTS (DisallowedHost) and other requests Django refuses as
-# suspicious answer JSON under /api/ and /mcp too.
+# suspicious answer JSON where the answer is JSON (the API, /mcp, the probes) too.
 def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
-    if request.path.startswith(JSON_PREFIXES):
+    if wants_json(request):
         detail = "Bad request."
         if isinstance(exception, DisallowedHost):
             detail = "The Host header names no host this server answers for (ALLOWED_HOSTS)."
@@ -54,9 +53,9 @@ def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
     return defaults.bad_request(request, exception)
 
 
-# A crash under /api/ still answers JSON; the error itself is logged by Django.
+# A crash where answers are JSON still answers JSON; the error itself is logged by Django.
 def handler500(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith(JSON_PREFIXES):
+    if wants_json(request):
         return JsonResponse(
             {"code": "server_error", "detail": "Internal error; it has been logged."}, status=500
         )

@@ -32,9 +32,13 @@ def test_healthz_answers_from_its_middleware_as_the_view_did(rf):
     assert health.healthz(rf.get("/healthz")).content == served.content
 
 
-def test_healthz_refuses_a_foreign_host_and_other_methods():
+def test_the_probes_refuse_a_foreign_host_in_json_and_healthz_other_methods():
     client = Client()
-    assert client.get("/healthz", headers={"Host": "evil.example"}).status_code == 400
+    for probe in ("/healthz", "/readyz"):
+        refused = client.get(probe, headers={"Host": "evil.example"})
+        assert refused.status_code == 400
+        assert refused["Content-Type"] == "application/json"
+        assert "ALLOWED_HOSTS" in refused.json()["detail"]
     assert client.post("/healthz").status_code == 405
     assert client.head("/healthz").status_code == 405  # require_GET, as before
     assert client.get("/healthz/").status_code == 404
