@@ -106,12 +106,10 @@ def prepare_counter_table(using: str) -> None:
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relpersistence FROM pg_class WHERE oid = to_regclass(%s)", [_table_name()]
-        )
+        cursor.execute(*sql.table_persistence(table=_table_name()))
         row = cursor.fetchone()
         if row and row[0] == "p":
-            cursor.execute(f"ALTER TABLE {connection.ops.quote_name(_table_name())} SET UNLOGGED")
+            cursor.execute(*sql.set_unlogged(quoted_table=connection.ops.quote_name(_table_name())))
 
 
 def clear() -> None:

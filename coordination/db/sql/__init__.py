@@ -44,6 +44,12 @@ from coordination.db.sql.base import (
     related_columns,
     set_columns,
 )
+from coordination.db.sql.counters import (
+    count_hit,
+    forget_ended_windows,
+    set_unlogged,
+    table_persistence,
+)
 from coordination.db.sql.events import (
     CHANNEL,
     EventRow,
@@ -104,8 +110,6 @@ from coordination.db.sql.sessions import (
 )
 from coordination.db.sql.worktrees import (
     close_log_door,
-    count_hit,
-    forget_ended_windows,
     insert_worktree_lock,
     lock_worktree_row,
     open_log_door,
@@ -145,6 +149,8 @@ __all__ = [
     "columns",
     "count_hit",
     "forget_ended_windows",
+    "set_unlogged",
+    "table_persistence",
     "heartbeat",
     "insert_claims",
     "insert_conflicts",

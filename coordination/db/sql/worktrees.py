@@ -1,6 +1,4 @@
-"""Worktree locks, the append-only logs' door and the rate-limit counters."""
-
-from typing import Any
+"""Worktree locks and the append-only logs' door."""
 
 from coordination.db.sql.base import LOG_UNLOCK, WORKTREE, WORKTREE_LOCK, Dialect, Statement
 
@@ -30,7 +28,7 @@ def insert_worktree_lock(
     )
 
 
-# --- the append-only logs' door and the rate-limit counters --------------------------------
+# --- the append-only logs' door --------------------------------
 
 
 def open_log_door(*, workspace_id: int) -> Statement:
@@ -41,18 +39,3 @@ def open_log_door(*, workspace_id: int) -> Statement:
 
 def close_log_door(*, workspace_id: int) -> Statement:
     return f"DELETE FROM {LOG_UNLOCK} WHERE workspace_id = %s", [workspace_id]
-
-
-def count_hit(*, quoted_table: str, key: str, expires: Any) -> Statement:
-    """One atomic increment of a rate-limit counter (an upsert), returning the count."""
-    return (
-        f"INSERT INTO {quoted_table} (cache_key, value, expires) VALUES (%s, '1', %s)"
-        " ON CONFLICT (cache_key) DO UPDATE"
-        f" SET value = CAST(CAST({quoted_table}.value AS INTEGER) + 1 AS TEXT)"
-        " RETURNING value",
-        [key, expires],
-    )
-
-
-def forget_ended_windows(*, quoted_table: str, now: Any) -> Statement:
-    return f"DELETE FROM {quoted_table} WHERE expires < %s", [now]

@@ -25,6 +25,7 @@ from rest_framework.test import APIClient
 from benchmarks import server as harness
 from coordination.api import throttling
 from coordination.models import ApiKey
+from coordination.services import rate_limits
 from tests.api_helpers import V1, assert_error
 from tests.conftest import make_client
 
@@ -301,3 +302,27 @@ def _burst(ports: list[int], raw_key: str, requests: int, connections: int) -> l
         thread.join(timeout=REQUEST_TIMEOUT * requests)
     assert len(answers) == requests
     return answers
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresqls_counter_table_is_made_unlogged():
+    """An increment writes no WAL: migrate leaves the counters' table UNLOGGED, and
+    makes a logged one (a restore, an older install) unlogged again."""
+    if not isinstance(caches["throttle"], BaseDatabaseCache):
+        pytest.skip("the counters are in Redis here (REDIS_URL), not in a table")
+    table = settings.CACHES["throttle"]["LOCATION"]
+
+    def persistence() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT relpersistence FROM pg_class WHERE oid = to_regclass(%s)", [table]
+            )
+            return str(cursor.fetchone()[0])
+
+    assert persistence() == "u"
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {connection.ops.quote_name(table)} SET LOGGED")
+    assert persistence() == "p"
+    rate_limits.prepare_counter_table("default")
+    assert persistence() == "u"
