@@ -272,6 +272,10 @@ def landing_parts(kind: str, data: dict[str, Any], first: Part, actor: Part) -> 
     """The issue's branch in the landing queue (invariant 21 (the default branch is always
     green)): queued, under test in a batch, landed as a commit, or rejected and why."""
     entry = f"entry {data.get('landing')}"
+    if kind == "landing.queued" and data.get("reason") == "tester_gone":
+        return [Part(f"Landing {entry} back in line: its tester stopped heartbeating (batch "
+                     f"fence {data.get('returned_by')}); put back by the next take, "),
+                actor]  # fmt: skip
     if kind == "landing.queued" and data.get("returned_by") is not None:
         return [Part(f"Landing {entry} back in line: its batch (fence "
                      f"{data.get('returned_by')}) was returned by "), actor]  # fmt: skip

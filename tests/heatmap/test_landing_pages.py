@@ -160,6 +160,31 @@ def test_the_issue_page_shows_the_open_entry_and_the_history(alice, workspace, q
     assert "stale_fence" in row and "no longer the issue" in below
 
 
+def test_the_timeline_says_why_an_entry_went_back_in_line(alice, workspace, queue, make_session):
+    """Returned by its own tester, or put back by the take that followed a dead one."""
+    first, _ = queue("Add the login page", ["src/login.py"], "coder-1")
+    second, _ = queue("Rename the session helper", ["src/session.py"], "coder-2")
+    tester, heir = make_session("tester-1"), make_session("tester-2")
+    take = landings.take_batch
+    batch = take(workspace=workspace, project_key="core", session_id=tester.pk)
+    landings.return_batch(workspace=workspace, session_id=tester.pk, fence=batch.fence)
+    dead = take(workspace=workspace, project_key="core", session_id=tester.pk)
+    expire(tester)
+    take(workspace=workspace, project_key="core", session_id=heir.pk, max_entries=1)
+
+    client = logged_in(alice)
+    body = client.get(f"/workspaces/acme/issues/{second.issue_id}/").content.decode()
+    timeline = text(body[body.index('id="timeline"') :])
+    assert (
+        f"Landing entry {second.pk} back in line: its batch (fence {batch.fence}) was"
+        " returned by tester-1"
+    ) in timeline
+    assert (
+        f"Landing entry {second.pk} back in line: its tester stopped heartbeating (batch"
+        f" fence {dead.fence}); put back by the next take, tester-2"
+    ) in timeline
+
+
 def test_an_issue_never_queued_has_no_landing_section(alice, workspace, make_issue):
     issue = make_issue()
     body = logged_in(alice).get(f"/workspaces/acme/issues/{issue.pk}/").content.decode()
