@@ -18,7 +18,7 @@ def test_docs_and_schema_are_public_whatever_key_is_sent(client):
     assert client.get("/api/v1/docs/", headers=bad).status_code == 200
 
 
-def test_a_throttled_docs_page_answers_json(client, settings, throttle_clock):
+def test_a_throttled_docs_page_answers_json(client, settings):
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"key": "3/min", "anon": "3/min"},

@@ -34,9 +34,8 @@ REQUEST_TIMEOUT = 30
 
 
 @pytest.fixture
-def limits(settings: Any, throttle_clock: float) -> Any:
-    """Small limits: 3 requests a minute per key, 2 per address without one (the
-    clock held still: the window does not turn between a test's requests)."""
+def limits(settings: Any) -> Any:
+    """Small limits: 3 requests a minute per key, 2 per address without one."""
 
     def set_rates(key: str = "3/min", anon: str = "2/min") -> None:
         settings.REST_FRAMEWORK = {

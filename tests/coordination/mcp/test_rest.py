@@ -43,7 +43,7 @@ def test_a_crash_still_answers_json(client, raw_key, issue, monkeypatch):
     assert answer["Retry-After"]
 
 
-def test_a_tool_call_counts_once_against_the_key_rate(client, raw_key, settings, throttle_clock):
+def test_a_tool_call_counts_once_against_the_key_rate(client, raw_key, settings):
     """In-process: only REST calls count; over the limit, the tool error is `throttled`."""
     caches["throttle"].clear()
     rates = {"key": "3/hour", "anon": "120/hour"}

@@ -86,7 +86,7 @@ def test_readyz_names_a_cache_that_does_not_answer(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_health_and_readiness_are_never_throttled(settings, throttle_clock):
+def test_health_and_readiness_are_never_throttled(settings):
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"key": "1/min", "anon": "1/min"},

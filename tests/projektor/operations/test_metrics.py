@@ -306,7 +306,7 @@ def test_requests_are_counted_by_route_and_status(api, make_session):
     ) in (samples)
 
 
-def test_throttled_requests_are_counted(api, settings, throttle_clock):
+def test_throttled_requests_are_counted(api, settings):
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"key": "1/min", "anon": "100/min"},
