@@ -124,8 +124,8 @@ class Watch:
             return False
         try:
             state = gitops.worktree_state(where)
-        except (OSError, subprocess.SubprocessError):
-            return False
+        except (gitops.GitError, OSError, subprocess.SubprocessError):
+            return False  # not made yet, or half made: the heartbeat thread must go on
         changed = self.worktree_seen is not None and state != self.worktree_seen
         self.worktree_seen = state
         if not changed:

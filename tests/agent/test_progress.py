@@ -2,6 +2,7 @@
 heartbeat the watch looks at the worktree and reports progress only when it changed."""
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from projektor_agent.supervise import Watch
 
 
 class Recorder:
-    """A client that records its POSTs (and may be down)."""
+    """A client that records its POSTs (and may be down); its event log stays empty."""
 
     def __init__(self) -> None:
         self.posts: list[tuple[str, Any]] = []
@@ -21,6 +22,10 @@ class Recorder:
             raise Unreachable("the server does not answer")
         self.posts.append((path, body))
         return {}
+
+    def get(self, path: str, query: Any = None, **options: Any) -> dict[str, Any]:
+        time.sleep(0.05)  # a long poll that found nothing
+        return {"events": [], "next": (query or {}).get("after", 0)}
 
 
 def git(path: Path, *args: str) -> None:
@@ -69,3 +74,30 @@ def test_no_worktree_yet_and_a_server_away_are_not_failures(tmp_path: Path) -> N
     client.down = True
     assert watch.progress_if_changed() is True  # reported as well as it could be
     assert progress_posts(client) == []
+
+
+def test_a_worktree_not_yet_made_is_no_failure_and_the_heartbeats_go_on(tmp_path: Path) -> None:
+    """The runner names its worktree before git has made it: a look there (no folder,
+    then a folder git does not know yet) reports nothing, and the heartbeat thread that
+    looks after each beat keeps beating (it once died there, and the session expired
+    under its working agent)."""
+    client = Recorder()
+    where = tmp_path / "worktree"
+    watch = Watch(client, 7, 1.0, lambda why: None, workdir=lambda: where)  # type: ignore[arg-type]
+    assert watch.progress_if_changed() is False
+    where.mkdir()
+    assert watch.progress_if_changed() is False
+
+    def beats() -> int:
+        return sum(path == "/sessions/7/heartbeat/" for path, _ in client.posts)
+
+    watch.start()
+    try:
+        deadline = time.monotonic() + 60
+        while beats() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        watch.close()
+    assert beats() >= 3  # a look follows each beat: the thread outlived two of them
+    repository(where)
+    assert watch.progress_if_changed() is False  # the first look at a worktree: where it starts
