@@ -217,15 +217,36 @@ class UnitWork:
         self.context.signals.stop_child()
 
     def taken(self) -> int:
-        """Nothing is finished or handed in for work that another session owns now."""
-        say(f"issue {self.unit.id}: not handed in ({self.watch.lost})")
-        self.leave_worktree(f"taken: {self.watch.lost}")
-        aside = self.set_aside(f"taken: {self.watch.lost}")
+        """Nothing is finished or handed in for work that is not this agent's now. Unless
+        another session holds the issue's lease (a takeover), the issue goes back to
+        ``todo``: only its claims went, or its lease was let go, and no one else has it."""
+        unit, lost = self.unit, self.watch.lost
+        say(f"issue {unit.id}: not handed in ({lost})")
+        self.leave_worktree(f"taken: {lost}")
+        aside = self.set_aside(f"taken: {lost}")
+        returned = self.lease_not_anothers()
+        body = f"projektor run: agent {self.context.agent} stopped on issue {unit.id} ({lost})"
+        if returned:
+            body += "; the issue is back in todo"
         if aside:
-            body = f"projektor run: agent {self.context.agent} stopped on issue {self.unit.id}"
-            self.best_effort("post the message", self.post_message, f"{body}: {aside}.")
+            body += f"; where its work went: {aside}"
+        if aside or returned:
+            self.best_effort("post the message", self.post_message, f"{body}.")
+        if returned:
+            say(f"issue {unit.id}: no other session holds it: back to todo")
+            self.best_effort("move the issue back to todo", self.back_to_todo)
+            self.best_effort("release the lease", self.release_lease)
         self.end_session()
         return REFUSED
+
+    def lease_not_anothers(self) -> bool:
+        """The issue's unreleased lease is this unit's session's, or there is none."""
+        try:
+            lease = self.client.get(f"/issues/{self.unit.id}/").get("lease")
+        except CommandError as error:
+            warn(f"issue {self.unit.id}: could not read who holds it: {error.message}")
+            return False
+        return not lease or lease.get("session") == self.unit.session
 
     def hand_in(self) -> int:
         unit = self.unit

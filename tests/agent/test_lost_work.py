@@ -57,7 +57,13 @@ def test_claims_taken_by_force_stop_an_agent_that_ignores_sigterm_with_sigkill(
     assert "overridden" in runner.stderr
     assert gone(child["pid"])
     assert not (control / "terminated").exists()  # it ignored SIGTERM: SIGKILL ended it
-    assert api.get(f"/issues/{issue['id']}/")["status"] == "in_progress"
+    # Only its claims went: its lease was still its own, so the issue is back in the
+    # queue (not left in progress with no one on it), and the issue's thread says why.
+    after = api.get(f"/issues/{issue['id']}/")
+    assert (after["status"], after["lease"]) == ("todo", None)
+    assert "no other session holds it: back to todo" in runner.stderr
+    said = api.messages(issue["id"])
+    assert any("overridden" in body and "back in todo" in body for body in said), said
 
 
 def test_a_server_gone_past_the_ttl_then_the_work_reclaimed_stops_the_agent(
@@ -88,6 +94,11 @@ def test_a_server_gone_past_the_ttl_then_the_work_reclaimed_stops_the_agent(
     assert runner.wait() == 1
     assert "expired" in runner.stderr
     assert (control / "terminated").exists()
+    # Its lease is another's now: the runner leaves the issue to its new holder.
+    after = api.get(f"/issues/{issue['id']}/")
+    assert after["status"] == "in_progress"
+    assert after["lease"]["session"] == taken["lease"]["session"]
+    assert "back to todo" not in runner.stderr
 
 
 def test_who_took_the_work_is_named_as_the_event_names_them():
