@@ -270,6 +270,34 @@ class Runner:
                     raise
                 say(f"issue {issue['id']} was taken first ({refused.message}); trying another")
                 candidates = spread(candidates, self.agent)
+        return self.take_over_dead_work(full)
+
+    def take_over_dead_work(self, full: set[Any]) -> Unit | None:
+        """After the ready queue: an issue in progress whose holder died (its lease
+        unreleased, not live: a killed runner's). Its start takes it over, with the dead
+        session's claims on it; no sweep ever gives it back, so a runner does. An issue
+        moved to in progress by a person, with no lease, is left to them."""
+        query = {"project": self.options.project, "status": "in_progress", "leased": "false"}
+        for issue in commands.results(self.client.get("/issues/", query)):
+            lease = issue.get("lease")
+            if not lease or lease.get("live") or issue.get("project") in full:
+                continue
+            if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
+                continue
+            if self.outside_git and needs_files(issue):
+                continue
+            try:
+                unit = self.start(int(issue["id"]))
+            except Refused as refused:
+                if refused.code == "wip_limit_reached":
+                    full.add(issue.get("project"))
+                    continue
+                if refused.code not in TAKEN_ELSEWHERE:
+                    raise
+                continue
+            say(f"issue {issue['id']}: taken over from agent {lease.get('agent')}, whose "
+                "session stopped heartbeating")  # fmt: skip
+            return unit
         return None
 
     def deferred(self) -> set[int]:

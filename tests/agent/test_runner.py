@@ -196,3 +196,50 @@ def test_an_agent_and_its_own_children_die_with_a_sigkilled_runner_and_commit_no
         for pid in (child["pid"], child["helper"]):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_runners_issue_is_taken_over_by_the_next_runner_after_the_ttl(
+    api, projektor, repo, tmp_path
+):
+    """No sweep job, no stuck work: the issue a SIGKILLed runner left in progress is not
+    in the ready queue (it is not todo), and the next runner takes it over once the dead
+    session's TTL has passed, finishing it; an issue a person moved to in progress, with
+    no lease, is left to them."""
+    project, control = api.project(), control_dir(tmp_path)
+    issue, persons = api.issue(project, "Interrupted"), api.issue(project, "By hand")
+    api.post(f"/issues/{persons['id']}/transition/", {"to": "in_progress"})
+    killed = projektor(
+        "run",
+        "--issue",
+        str(issue["id"]),
+        *agent_command(control, "--wait"),
+        cwd=repo,
+        agent=unique("icarus"),
+        wait=False,
+    )
+    child = started(control, killed)
+    dead = int(child["env"]["PROJEKTOR_SESSION"])
+    killed.process.send_signal(signal.SIGKILL)
+    killed.process.wait()
+    wait_until(lambda: gone(child["pid"]), "the agent to die with its runner")
+    wait_until(lambda: not api.session(dead)["live"], "the TTL to pass", timeout=TTL + 30)
+    assert api.get(f"/issues/{issue['id']}/")["status"] == "in_progress"
+
+    heir = unique("daedalus")
+    second = control_dir(tmp_path)
+    done = projektor(
+        "run",
+        "--next",
+        "--project",
+        project,
+        *agent_command(second, "--edit", "src/resumed.py", "--commit", "Resumed"),
+        cwd=repo,
+        agent=heir,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"issue {issue['id']}: taken over from agent" in done.stderr
+    finished = api.get(f"/issues/{issue['id']}/")
+    assert finished["status"] == "in_review" and finished["assignee"] == heir
+    reasons = [lease["release_reason"] for lease in api.leases(issue["id"])]
+    assert sorted(reasons, key=str) == sorted(["expired", "released"], key=str), reasons
+    assert api.get(f"/issues/{persons['id']}/")["status"] == "in_progress"
