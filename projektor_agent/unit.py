@@ -224,7 +224,7 @@ class UnitWork:
         say(f"issue {unit.id}: not handed in ({lost})")
         self.leave_worktree(f"taken: {lost}")
         aside = self.set_aside(f"taken: {lost}")
-        returned = self.lease_not_anothers()
+        returned = self.still_ours_to_return()
         body = f"projektor run: agent {self.context.agent} stopped on issue {unit.id} ({lost})"
         if returned:
             body += "; the issue is back in todo"
@@ -239,14 +239,17 @@ class UnitWork:
         self.end_session()
         return REFUSED
 
-    def lease_not_anothers(self) -> bool:
-        """The issue's unreleased lease is this unit's session's, or there is none."""
+    def still_ours_to_return(self) -> bool:
+        """The issue is still in progress (not closed), and its unreleased lease is this
+        unit's session's or there is none (no one took it over)."""
         try:
-            lease = self.client.get(f"/issues/{self.unit.id}/").get("lease")
+            issue = self.client.get(f"/issues/{self.unit.id}/")
         except CommandError as error:
             warn(f"issue {self.unit.id}: could not read who holds it: {error.message}")
             return False
-        return not lease or lease.get("session") == self.unit.session
+        lease = issue.get("lease")
+        mine = not lease or lease.get("session") == self.unit.session
+        return issue.get("status") == "in_progress" and mine
 
     def hand_in(self) -> int:
         unit = self.unit

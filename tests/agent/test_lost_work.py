@@ -29,6 +29,9 @@ def test_closing_the_issue_stops_the_agent_and_nothing_is_handed_in(api, projekt
     assert "issue_closed" in runner.stderr
     closed = api.get(f"/issues/{issue['id']}/")
     assert closed["status"] == "cancelled" and closed["report"] is None
+    # A closed issue is not the runner's to put back.
+    assert "back to todo" not in runner.stderr
+    assert not any("back in todo" in body for body in api.messages(issue["id"]))
 
 
 def test_claims_taken_by_force_stop_an_agent_that_ignores_sigterm_with_sigkill(
