@@ -253,12 +253,8 @@ class Runner:
         while candidates:
             issue = candidates.pop(0)
             self.signals.check()
-            if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
+            if self.not_tried(issue, full):
                 continue
-            if issue.get("project") in full:
-                continue
-            if self.outside_git and needs_files(issue):
-                continue  # left to a runner in a checkout
             try:
                 return self.start(int(issue["id"]))
             except Refused as refused:
@@ -279,12 +275,9 @@ class Runner:
         moved to in progress by a person, with no lease, is left to them."""
         query = {"project": self.options.project, "status": "in_progress", "leased": "false"}
         for issue in commands.results(self.client.get("/issues/", query)):
+            self.signals.check()
             lease = issue.get("lease")
-            if not lease or lease.get("live") or issue.get("project") in full:
-                continue
-            if int(issue["id"]) in self.skipped | self.passed_over | self.deferred():
-                continue
-            if self.outside_git and needs_files(issue):
+            if not lease or lease.get("live") or self.not_tried(issue, full):
                 continue
             try:
                 unit = self.start(int(issue["id"]))
@@ -299,6 +292,16 @@ class Runner:
                 "session stopped heartbeating")  # fmt: skip
             return unit
         return None
+
+    def not_tried(self, issue: dict[str, Any], full: set[Any]) -> bool:
+        """Passed over this pass: skipped, passed over or given back by this runner, its
+        project at its WIP limit, or needing files outside a checkout (left to a runner
+        in one)."""
+        return (
+            int(issue["id"]) in self.skipped | self.passed_over | self.deferred()
+            or issue.get("project") in full
+            or (self.outside_git and needs_files(issue))
+        )
 
     def deferred(self) -> set[int]:
         """The issues this runner gave back whose turn for other runners lasts."""
